@@ -1,0 +1,95 @@
+//! The one error type of the crate.
+//!
+//! Errors are for bad input and bad settings only: a solver that does not converge returns a
+//! [`crate::solver::Status`] inside its report, never an `Err`.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong before a solver starts, or while reading and writing files.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be opened, read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// A text file does not follow its format.
+    #[error("{file}: line {line}, token {token}: expected {expected}, found {found}")]
+    Parse {
+        /// The file (or `<input>` for in-memory text).
+        file: String,
+        /// 1-based line of the offending token (of the end of the file when it is missing).
+        line: usize,
+        /// 1-based index of the offending token in the whitespace-separated stream.
+        token: usize,
+        /// What the format requires at this place.
+        expected: String,
+        /// What was there instead.
+        found: String,
+    },
+    /// A JSON problem file is not valid JSON or does not match the schema.
+    #[error("{file}: line {line}, column {column}: {message}")]
+    Json {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What serde said.
+        message: String,
+    },
+    /// A problem is well-formed but inconsistent: the field (with its index) says where.
+    #[error("invalid problem: {field}: {message}")]
+    InvalidProblem {
+        /// The offending field with its index, e.g. `blocks[3].bodies[1]`.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A solver setting is out of range.
+    #[error("invalid setting {name} = {value}: {message}")]
+    InvalidSetting {
+        /// The setting.
+        name: &'static str,
+        /// Its value, as given.
+        value: String,
+        /// The admissible range.
+        message: String,
+    },
+    /// A solver name that the registry does not know.
+    #[error("unknown solver `{name}`; valid solvers: {}", valid.join(", "))]
+    UnknownSolver {
+        /// The name asked for.
+        name: String,
+        /// The names the registry knows.
+        valid: Vec<String>,
+    },
+    /// A factorization needed to prepare the problem failed.
+    #[error("factorization failed: {0}")]
+    Factorization(String),
+    /// The file extension or content does not name a format we read.
+    #[error("{file}: unknown problem format ({message})")]
+    UnknownFormat {
+        /// The file.
+        file: String,
+        /// What was looked at.
+        message: String,
+    },
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Shorthand for [`Error::InvalidProblem`].
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::InvalidProblem {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}

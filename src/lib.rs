@@ -1,0 +1,29 @@
+//! # signorini
+//!
+//! Solvers for the cone complementarity problems of non-smooth multibody dynamics: rigid
+//! bodies with unilateral contacts, Coulomb friction and bilateral joints, time-stepped at the
+//! velocity level (Anitescu–Tasora). One time step is the problem
+//!
+//! ```text
+//! K ∋ γ ⊥ u = N γ + r ∈ K*,     N = J M⁻¹ Jᵀ + E,   r = J v_free + b,
+//! ```
+//!
+//! the optimality condition of `min ½ γᵀNγ + rᵀγ, γ ∈ K` where `K` is a product of cones:
+//! bilateral `ℝ^d`, unilateral `ℝ₊` and Coulomb `K_μ = {‖γt‖ ≤ μ γn}` (normal first). Under
+//! the Coulomb friction model (De Saxcé) `u` is replaced by `û = u + (μ‖u_t‖, 0, 0)`.
+//!
+//! ## Map of the modules
+//! - [`problem`]: the problem in its forms (factored, assembled, global), validation, the
+//!   prepared [`problem::System`] every solver works on, the cones and their projections, the
+//!   merit set, and the file formats (native JSON, Siconos `.dat`).
+//! - [`solver`]: the solver trait, settings and reports, projected Jacobi and projected
+//!   Gauss–Seidel/SOR.
+//! - [`registry`]: solver names → solvers.
+//! - [`error`]: the crate's error type.
+
+pub mod error;
+pub mod problem;
+pub mod registry;
+pub mod solver;
+
+pub use error::{Error, Result};

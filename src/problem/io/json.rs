@@ -1,0 +1,32 @@
+//! The native JSON problem format: the serde form of [`Problem`], exact in both directions
+//! (shortest round-trip float printing, correctly rounded parsing).
+
+use crate::error::{Error, Result};
+use crate::problem::Problem;
+
+/// Parses a JSON problem; `file` names it in errors. The problem is not validated here.
+pub fn from_str(text: &str, file: &str) -> Result<Problem> {
+    serde_json::from_str(text).map_err(|e| Error::Json {
+        file: file.to_string(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })
+}
+
+/// The JSON text of a problem (pretty-printed).
+pub fn to_string(problem: &Problem) -> String {
+    serde_json::to_string_pretty(problem).expect("a problem always serializes")
+}
+
+/// Writes a problem as JSON, through a temporary file renamed into place so that a failed
+/// write never leaves a half-written file under the final name.
+pub fn write(problem: &Problem, path: &std::path::Path) -> Result<()> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = path.with_extension("json.partial");
+    std::fs::write(&tmp, to_string(problem)).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}

@@ -1,0 +1,266 @@
+//! The Delassus operator `N` behind one trait, in its factored (matrix-free) and assembled
+//! (explicit CSR) forms.
+//!
+//! Besides the product `y = N x`, the trait offers what a Gauss–Seidel sweep needs: an
+//! auxiliary state (`w = M⁻¹ Jᵀ γ` in the factored form, nothing in the assembled one), the
+//! product of one block row of `N` with `γ`, and the immediate update of the state after a
+//! block changes (paper 001, Algorithm 4.1). Compliance is not part of the operator: the
+//! [`super::System`] adds it.
+
+use rayon::prelude::*;
+
+use super::{CsrMatrix, Factored};
+
+/// `N = J M⁻¹ Jᵀ` (or an explicit `N`) on rows grouped in blocks of 1 to 3 rows.
+pub trait DelassusOperator: Send + Sync {
+    /// Number of rows (and columns) of `N`.
+    fn rows(&self) -> usize;
+
+    /// `y = N x`.
+    fn apply(&self, x: &[f64], y: &mut [f64]);
+
+    /// The diagonal block `N_kk`, `d × d` row-major, into `out[..d·d]`.
+    fn diagonal_block(&self, k: usize, out: &mut [f64]);
+
+    /// Length of the auxiliary state of a Gauss–Seidel sweep.
+    fn aux_len(&self) -> usize;
+
+    /// Sets the auxiliary state for impulses `gamma`.
+    fn init_aux(&self, gamma: &[f64], aux: &mut [f64]);
+
+    /// `out = (N γ)_k`, the rows of block `k`, from `gamma` and the auxiliary state.
+    fn block_product(&self, k: usize, gamma: &[f64], aux: &[f64], out: &mut [f64]);
+
+    /// Updates the auxiliary state after block `k` of `gamma` changed by `delta`.
+    fn scatter(&self, k: usize, delta: &[f64], aux: &mut [f64]);
+}
+
+/// Row offsets of the blocks: block `k` holds rows `offsets[k]..offsets[k + 1]`.
+pub fn block_offsets(dims: impl IntoIterator<Item = usize>) -> Vec<usize> {
+    let mut offsets = vec![0];
+    for d in dims {
+        offsets.push(offsets.last().copied().unwrap_or(0) + d);
+    }
+    offsets
+}
+
+/// The factored form: bodies with a diagonal `M⁻¹`, and per-block Jacobians.
+///
+/// Precomputes `s = M⁻¹ Jᵀ` row by row (the `s_i` of Algorithm 4.1) and a body → (block,
+/// side) list, so that `M⁻¹ Jᵀ γ` is a gather per body with a fixed summation order: the
+/// result is the same whatever the number of threads.
+#[derive(Debug, Clone)]
+pub struct FactoredOperator {
+    offsets: Vec<usize>,
+    /// Bodies of each block (1 or 2).
+    block_bodies: Vec<Vec<usize>>,
+    /// First entry of each block in `jac`/`minv_jac`; block `k` has `d_k · bodies` rows.
+    jac_start: Vec<usize>,
+    jac: Vec<[f64; 6]>,
+    minv_jac: Vec<[f64; 6]>,
+    /// Block of each row.
+    row_block: Vec<usize>,
+    /// CSR over bodies of the (block, side) pairs acting on each body, in block order.
+    links_ptr: Vec<usize>,
+    links: Vec<(usize, usize)>,
+}
+
+impl FactoredOperator {
+    /// Builds the operator of a validated factored problem with the given block dimensions.
+    pub fn new(f: &Factored, dims: &[usize]) -> Self {
+        let offsets = block_offsets(dims.iter().copied());
+        let inv_mass: Vec<[f64; 6]> = f.bodies.iter().map(|b| b.inv_mass()).collect();
+        let mut jac_start = vec![0];
+        let mut jac = Vec::new();
+        let mut minv_jac = Vec::new();
+        let mut row_block = Vec::with_capacity(offsets[dims.len()]);
+        let mut counts = vec![0usize; f.bodies.len() + 1];
+        for (k, block) in f.jacobians.iter().enumerate() {
+            let d = dims[k];
+            for (s, &body) in block.bodies.iter().enumerate() {
+                for row in &block.rows[s * d..(s + 1) * d] {
+                    jac.push(*row);
+                    minv_jac.push(std::array::from_fn(|c| inv_mass[body][c] * row[c]));
+                }
+                counts[body + 1] += 1;
+            }
+            jac_start.push(jac.len());
+            row_block.extend(std::iter::repeat_n(k, d));
+        }
+        for i in 0..f.bodies.len() {
+            counts[i + 1] += counts[i];
+        }
+        let links_ptr = counts.clone();
+        let mut fill = counts;
+        let mut links = vec![(0, 0); links_ptr[f.bodies.len()]];
+        for (k, block) in f.jacobians.iter().enumerate() {
+            for (s, &body) in block.bodies.iter().enumerate() {
+                links[fill[body]] = (k, s);
+                fill[body] += 1;
+            }
+        }
+        FactoredOperator {
+            offsets,
+            block_bodies: f.jacobians.iter().map(|j| j.bodies.clone()).collect(),
+            jac_start,
+            jac,
+            minv_jac,
+            row_block,
+            links_ptr,
+            links,
+        }
+    }
+
+    fn dim(&self, k: usize) -> usize {
+        self.offsets[k + 1] - self.offsets[k]
+    }
+
+    /// Rows of block `k` for its body on side `s`, in `table` (`jac` or `minv_jac`).
+    fn side_rows<'a>(&self, table: &'a [[f64; 6]], k: usize, s: usize) -> &'a [[f64; 6]] {
+        let d = self.dim(k);
+        let start = self.jac_start[k] + s * d;
+        &table[start..start + d]
+    }
+
+    /// `w = M⁻¹ Jᵀ γ`, 6 entries per body, bodies in parallel.
+    pub fn impulse_to_velocity(&self, gamma: &[f64], w: &mut [f64]) {
+        w.par_chunks_mut(6).enumerate().for_each(|(body, wb)| {
+            wb.fill(0.0);
+            for &(k, s) in &self.links[self.links_ptr[body]..self.links_ptr[body + 1]] {
+                let g = &gamma[self.offsets[k]..self.offsets[k + 1]];
+                for (row, gr) in self.side_rows(&self.minv_jac, k, s).iter().zip(g) {
+                    for c in 0..6 {
+                        wb[c] += row[c] * gr;
+                    }
+                }
+            }
+        });
+    }
+
+    /// `(J w)_i` for one row `i`.
+    fn row_times_velocity(&self, i: usize, w: &[f64]) -> f64 {
+        let k = self.row_block[i];
+        let r = i - self.offsets[k];
+        self.block_bodies[k]
+            .iter()
+            .enumerate()
+            .map(|(s, &body)| dot6(&self.side_rows(&self.jac, k, s)[r], &w[6 * body..]))
+            .sum()
+    }
+
+    /// `y = J w`, rows in parallel.
+    pub fn velocity_to_rows(&self, w: &[f64], y: &mut [f64]) {
+        y.par_iter_mut()
+            .enumerate()
+            .for_each(|(i, yi)| *yi = self.row_times_velocity(i, w));
+    }
+}
+
+fn dot6(a: &[f64; 6], b: &[f64]) -> f64 {
+    (0..6).map(|c| a[c] * b[c]).sum()
+}
+
+impl DelassusOperator for FactoredOperator {
+    fn rows(&self) -> usize {
+        self.row_block.len()
+    }
+
+    fn apply(&self, x: &[f64], y: &mut [f64]) {
+        let mut w = vec![0.0; self.aux_len()];
+        self.impulse_to_velocity(x, &mut w);
+        self.velocity_to_rows(&w, y);
+    }
+
+    fn diagonal_block(&self, k: usize, out: &mut [f64]) {
+        let d = self.dim(k);
+        out[..d * d].fill(0.0);
+        for s in 0..self.block_bodies[k].len() {
+            let j = self.side_rows(&self.jac, k, s);
+            let mj = self.side_rows(&self.minv_jac, k, s);
+            for a in 0..d {
+                for b in 0..d {
+                    out[a * d + b] += dot6(&j[a], &mj[b]);
+                }
+            }
+        }
+    }
+
+    fn aux_len(&self) -> usize {
+        6 * (self.links_ptr.len() - 1)
+    }
+
+    fn init_aux(&self, gamma: &[f64], aux: &mut [f64]) {
+        self.impulse_to_velocity(gamma, aux);
+    }
+
+    fn block_product(&self, k: usize, _gamma: &[f64], aux: &[f64], out: &mut [f64]) {
+        for (r, o) in out[..self.dim(k)].iter_mut().enumerate() {
+            *o = self.row_times_velocity(self.offsets[k] + r, aux);
+        }
+    }
+
+    fn scatter(&self, k: usize, delta: &[f64], aux: &mut [f64]) {
+        for (s, &body) in self.block_bodies[k].iter().enumerate() {
+            for (row, dr) in self.side_rows(&self.minv_jac, k, s).iter().zip(delta) {
+                for c in 0..6 {
+                    aux[6 * body + c] += row[c] * dr;
+                }
+            }
+        }
+    }
+}
+
+/// An explicit `N` in CSR storage.
+#[derive(Debug, Clone)]
+pub struct AssembledOperator {
+    n: CsrMatrix,
+    offsets: Vec<usize>,
+}
+
+impl AssembledOperator {
+    /// Wraps a validated square matrix whose rows are grouped by `dims`.
+    pub fn new(n: CsrMatrix, dims: &[usize]) -> Self {
+        AssembledOperator {
+            n,
+            offsets: block_offsets(dims.iter().copied()),
+        }
+    }
+
+    /// The matrix.
+    pub fn matrix(&self) -> &CsrMatrix {
+        &self.n
+    }
+}
+
+impl DelassusOperator for AssembledOperator {
+    fn rows(&self) -> usize {
+        self.n.nrows
+    }
+
+    fn apply(&self, x: &[f64], y: &mut [f64]) {
+        self.n.mul_vec(x, y);
+    }
+
+    fn diagonal_block(&self, k: usize, out: &mut [f64]) {
+        let (o, d) = (self.offsets[k], self.offsets[k + 1] - self.offsets[k]);
+        for a in 0..d {
+            for b in 0..d {
+                out[a * d + b] = self.n.get(o + a, o + b);
+            }
+        }
+    }
+
+    fn aux_len(&self) -> usize {
+        0
+    }
+
+    fn init_aux(&self, _gamma: &[f64], _aux: &mut [f64]) {}
+
+    fn block_product(&self, k: usize, gamma: &[f64], _aux: &[f64], out: &mut [f64]) {
+        for (r, i) in (self.offsets[k]..self.offsets[k + 1]).enumerate() {
+            out[r] = self.n.row_dot(i, gamma);
+        }
+    }
+
+    fn scatter(&self, _k: usize, _delta: &[f64], _aux: &mut [f64]) {}
+}

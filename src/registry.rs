@@ -1,0 +1,25 @@
+//! Solver names → solvers. The CLI and the simulator pick solvers here by name.
+
+use crate::error::{Error, Result};
+use crate::solver::{GaussSeidel, Jacobi, Solver};
+
+/// Every registered solver, in the order listed to users.
+fn all() -> Vec<Box<dyn Solver>> {
+    vec![Box::new(Jacobi), Box::new(GaussSeidel)]
+}
+
+/// The names of the registered solvers.
+pub fn names() -> Vec<&'static str> {
+    all().iter().map(|s| s.name()).collect()
+}
+
+/// The solver called `name`; an unknown name lists the valid ones.
+pub fn solver(name: &str) -> Result<Box<dyn Solver>> {
+    all()
+        .into_iter()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| Error::UnknownSolver {
+            name: name.to_string(),
+            valid: names().into_iter().map(String::from).collect(),
+        })
+}
