@@ -19,11 +19,13 @@
 //! - [`solver`]: the solver trait, settings and reports, projected Jacobi and projected
 //!   Gauss–Seidel/SOR.
 //! - [`registry`]: solver names → solvers.
+//! - [`sim`]: the simulator: bodies, shapes, collision, joints, stepper, scenes.
 //! - [`error`]: the crate's error type.
 
 pub mod error;
 pub mod problem;
 pub mod registry;
+pub mod sim;
 pub mod solver;
 
 pub use error::{Error, Result};

@@ -1,0 +1,48 @@
+//! Shapes and poses of rigid bodies.
+
+use nalgebra::{UnitQuaternion, Vector3};
+use serde::{Deserialize, Serialize};
+
+/// Position (world frame) and orientation (body → world) of a body.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pose {
+    /// Position of the body's center of mass, world frame.
+    pub position: Vector3<f64>,
+    /// Rotation from the body frame (principal axes) to the world frame.
+    pub orientation: UnitQuaternion<f64>,
+}
+
+impl Pose {
+    /// A pose at `position` with the identity orientation.
+    pub fn at(position: Vector3<f64>) -> Self {
+        Pose {
+            position,
+            orientation: UnitQuaternion::identity(),
+        }
+    }
+
+    /// A body-frame point in the world frame.
+    pub fn to_world(&self, p: &Vector3<f64>) -> Vector3<f64> {
+        self.position + self.orientation * p
+    }
+}
+
+/// The collision shape of a body, in its body frame (centered on the center of mass).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum Shape {
+    /// A sphere of the given radius.
+    Sphere {
+        /// Radius (> 0).
+        radius: f64,
+    },
+    /// A box with the given half extents along the body axes.
+    Box {
+        /// Half extents (> 0).
+        half_extents: [f64; 3],
+    },
+    /// The half-space below the plane through the body origin with body-frame normal `+z`:
+    /// the plane is the surface, `+z` points out of the solid. Only fixed or kinematic bodies
+    /// carry planes.
+    Plane,
+}
