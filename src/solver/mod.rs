@@ -99,7 +99,8 @@ pub enum Status {
     MaxIterations,
     /// The residual stopped improving; the best iterate is returned.
     Stalled,
-    /// The iterate became non-finite; the best finite iterate is returned.
+    /// The iterate became non-finite or diverged (see [`DIVERGENCE_FACTOR`]); the best
+    /// iterate is returned.
     NumericalError,
 }
 
@@ -155,6 +156,17 @@ pub trait Solver: Send + Sync {
     fn solve(&self, sys: &System, settings: &Settings) -> Result<Report>;
 }
 
+/// An iterate whose ∞-norm exceeds this factor times that of the first iterates (warm start
+/// and first step) is taken as diverging. The relative residual alone cannot see divergence:
+/// its normalization `max(‖r‖, ‖γ‖, ‖u‖)` grows with the iterate (a projected Gauss–Seidel
+/// sweep on the non-monotone Siconos MLCP `RCD_mlcp` reaches ‖γ‖ ≈ 1e155 with a "small"
+/// relative residual).
+pub const DIVERGENCE_FACTOR: f64 = 1e12;
+
+fn norm_inf(v: &[f64]) -> f64 {
+    v.iter().fold(0.0, |m, x| m.max(x.abs()))
+}
+
 /// The shared loop of the iterative solvers.
 ///
 /// `step(γ, u)` performs one iteration in place, given `u = (N + E)γ + r` of the current
@@ -184,6 +196,7 @@ pub(crate) fn drive(
         time_s: start.elapsed().as_secs_f64(),
     }];
     let mut best = (res.relative, gamma.clone());
+    let mut gamma_scale = norm_inf(&gamma);
     let mut since_best = 0;
     let mut status = Status::MaxIterations;
     let mut iterations = 0;
@@ -202,7 +215,11 @@ pub(crate) fn drive(
             natural_map_inf: res.inf,
             time_s: start.elapsed().as_secs_f64(),
         });
-        if !res.relative.is_finite() {
+        if iterations == 1 {
+            gamma_scale = gamma_scale.max(norm_inf(&gamma));
+        }
+        let diverged = norm_inf(&gamma) > DIVERGENCE_FACTOR * gamma_scale;
+        if !res.relative.is_finite() || diverged {
             status = Status::NumericalError;
         } else if res.relative <= settings.tol {
             status = Status::Converged;

@@ -1,0 +1,82 @@
+//! Builders shared by the integration tests.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::path::PathBuf;
+
+use signorini::problem::{
+    Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System,
+};
+use signorini::registry;
+use signorini::solver::{Report, Settings};
+
+/// Gravity used by the analytic cases, m/s².
+pub const G: f64 = 9.81;
+/// Time step of the analytic cases, s.
+pub const H: f64 = 0.01;
+
+/// `../shared/problems` beside the checkout.
+pub fn problems_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/problems")
+}
+
+/// A sphere-like body of mass `m` with free velocity `v_free`.
+pub fn body(m: f64, v_free: [f64; 6]) -> Body {
+    let j = 0.4 * m * 0.1 * 0.1;
+    Body {
+        mass: m,
+        inertia: [j, j, j],
+        v_free,
+    }
+}
+
+/// A block acting on one body with the given rows.
+pub fn on_body(b: usize, rows: Vec<[f64; 6]>) -> JacobianBlock {
+    JacobianBlock {
+        bodies: vec![b],
+        rows,
+    }
+}
+
+/// A factored problem without bias.
+pub fn factored(bodies: Vec<Body>, cones: Vec<Cone>, jacobians: Vec<JacobianBlock>) -> Problem {
+    let m = cones.iter().map(Cone::dim).sum();
+    Problem {
+        name: "analytic".into(),
+        class: Default::default(),
+        cones,
+        operator: Operator::Factored(Factored {
+            bodies,
+            jacobians,
+            b: vec![0.0; m],
+        }),
+        compliance: Vec::new(),
+    }
+}
+
+/// Solves with the named registry solver.
+pub fn solve(sys: &System, solver: &str, settings: &Settings) -> Report {
+    registry::solver(solver)
+        .unwrap()
+        .solve(sys, settings)
+        .unwrap()
+}
+
+/// Tight settings for exact answers.
+pub fn tight(friction: FrictionModel) -> Settings {
+    Settings {
+        friction,
+        tol: 1e-13,
+        max_iter: 200_000,
+        omega: None,
+        ..Settings::default()
+    }
+}
+
+/// Asserts `a ≈ b` within `tol · (1 + |b|)`.
+#[track_caller]
+pub fn assert_close(a: f64, b: f64, tol: f64) {
+    assert!(
+        (a - b).abs() <= tol * (1.0 + b.abs()),
+        "{a} is not within {tol} of {b}"
+    );
+}
