@@ -1,6 +1,10 @@
 //! The simulator: rigid bodies, shapes, collision detection, joints and the time stepper that
 //! turns a scene into one cone complementarity problem per step (DESIGN §5).
 
+pub mod body;
+pub mod joint;
 pub mod shape;
 
+pub use body::{Motion, Oscillation, RigidBody};
+pub use joint::{Joint, JointKind};
 pub use shape::{Pose, Shape};

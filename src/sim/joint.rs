@@ -1,0 +1,275 @@
+//! Constraint rows: the Jacobian row of a point velocity along a direction, and the joints
+//! (bilateral blocks) built from such rows.
+//!
+//! Generalized velocities are `(v, ω)` with `v` in the world frame and `ω` in the body frame,
+//! so the row of `e · (v + ω_world × r)` is `(e, r_body × e_body)`.
+
+use nalgebra::{UnitQuaternion, Vector3};
+use serde::{Deserialize, Serialize};
+
+use super::body::RigidBody;
+
+/// One scalar constraint between two bodies: `C(q) = 0` with `dC/dt = a·v_A + b·v_B`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConstraintRow {
+    /// Row for body A.
+    pub a: [f64; 6],
+    /// Row for body B.
+    pub b: [f64; 6],
+    /// The position-level violation `C`.
+    pub violation: f64,
+}
+
+/// The row of `e · (velocity of the world point p attached to body)`.
+pub fn point_row(body: &RigidBody, p: &Vector3<f64>, e: &Vector3<f64>) -> [f64; 6] {
+    let inv = body.pose.orientation.inverse();
+    let r = inv * (p - body.pose.position);
+    let ang = r.cross(&(inv * e));
+    [e.x, e.y, e.z, ang.x, ang.y, ang.z]
+}
+
+/// The row of `c · ω_world` of a body.
+pub fn angular_row(body: &RigidBody, c: &Vector3<f64>) -> [f64; 6] {
+    let c = body.pose.orientation.inverse() * c;
+    [0.0, 0.0, 0.0, c.x, c.y, c.z]
+}
+
+fn neg(r: [f64; 6]) -> [f64; 6] {
+    r.map(|x| -x)
+}
+
+fn add(a: [f64; 6], b: [f64; 6]) -> [f64; 6] {
+    std::array::from_fn(|i| a[i] + b[i])
+}
+
+/// Two unit vectors completing `n` to an orthonormal frame `(n, t1, t2)`.
+pub fn tangent_frame(n: &Vector3<f64>) -> (Vector3<f64>, Vector3<f64>) {
+    let helper = if n.x.abs() < 0.6 {
+        Vector3::x()
+    } else {
+        Vector3::y()
+    };
+    let t1 = n.cross(&helper).normalize();
+    (t1, n.cross(&t1))
+}
+
+/// Two world directions perpendicular to a body-frame axis of `body`, rigidly attached to
+/// the body (so that their rates are `ω × p`).
+fn attached_perpendiculars(body: &RigidBody, axis: [f64; 3]) -> (Vector3<f64>, Vector3<f64>) {
+    let (p1, p2) = tangent_frame(&Vector3::from(axis).normalize());
+    (body.pose.orientation * p1, body.pose.orientation * p2)
+}
+
+/// The kinds of joint.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type", deny_unknown_fields)]
+pub enum JointKind {
+    /// The two anchors coincide (3 rows).
+    Spherical,
+    /// The anchors stay at a fixed distance (1 row).
+    Distance {
+        /// Rest length, m.
+        length: f64,
+    },
+    /// Spherical plus an aligned hinge axis (5 rows).
+    Revolute {
+        /// Hinge axis in the frame of body A.
+        axis_a: [f64; 3],
+        /// Hinge axis in the frame of body B.
+        axis_b: [f64; 3],
+    },
+    /// B slides along an axis fixed in A without rotating relative to A (5 rows); with a
+    /// fixed A and a vertical axis, a vertical guide.
+    Prismatic {
+        /// Sliding axis in the frame of body A.
+        axis_a: [f64; 3],
+    },
+}
+
+/// A joint between bodies `a` and `b` (either may be fixed or kinematic).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Joint {
+    /// Body A.
+    pub body_a: usize,
+    /// Body B.
+    pub body_b: usize,
+    /// Anchor on A, in A's frame.
+    pub anchor_a: Vector3<f64>,
+    /// Anchor on B, in B's frame.
+    pub anchor_b: Vector3<f64>,
+    /// The kind.
+    pub kind: JointKind,
+    /// `q_A⁻¹ q_B` when the joint was made: the relative rotation a prismatic joint keeps.
+    pub rest_rotation: UnitQuaternion<f64>,
+}
+
+impl Joint {
+    /// A joint whose anchors are the world point `at` (the relative rotation of the two
+    /// bodies now is the one it keeps).
+    pub fn at_world_point(
+        bodies: &[RigidBody],
+        body_a: usize,
+        body_b: usize,
+        at: Vector3<f64>,
+        kind: JointKind,
+    ) -> Self {
+        let (pa, pb) = (&bodies[body_a].pose, &bodies[body_b].pose);
+        Joint {
+            body_a,
+            body_b,
+            anchor_a: pa.orientation.inverse() * (at - pa.position),
+            anchor_b: pb.orientation.inverse() * (at - pb.position),
+            kind,
+            rest_rotation: pa.orientation.inverse() * pb.orientation,
+        }
+    }
+
+    /// Number of rows.
+    pub fn rows_count(&self) -> usize {
+        match self.kind {
+            JointKind::Spherical => 3,
+            JointKind::Distance { .. } => 1,
+            JointKind::Revolute { .. } | JointKind::Prismatic { .. } => 5,
+        }
+    }
+
+    /// The constraint rows at the current poses.
+    pub fn rows(&self, bodies: &[RigidBody]) -> Vec<ConstraintRow> {
+        let (a, b) = (&bodies[self.body_a], &bodies[self.body_b]);
+        let pa = a.pose.to_world(&self.anchor_a);
+        let pb = b.pose.to_world(&self.anchor_b);
+        let d = pb - pa;
+        let linear = |e: &Vector3<f64>| ConstraintRow {
+            a: neg(point_row(a, &pa, e)),
+            b: point_row(b, &pb, e),
+            violation: e.dot(&d),
+        };
+        let angular = |c: &Vector3<f64>, violation: f64| ConstraintRow {
+            a: neg(angular_row(a, c)),
+            b: angular_row(b, c),
+            violation,
+        };
+        match self.kind {
+            JointKind::Spherical => [Vector3::x(), Vector3::y(), Vector3::z()]
+                .iter()
+                .map(linear)
+                .collect(),
+            JointKind::Distance { length } => {
+                let n = d.try_normalize(1e-12).unwrap_or_else(Vector3::z);
+                vec![ConstraintRow {
+                    violation: d.norm() - length,
+                    ..linear(&n)
+                }]
+            }
+            JointKind::Revolute { axis_a, axis_b } => {
+                let bw = (b.pose.orientation * Vector3::from(axis_b)).normalize();
+                let (p1, p2) = attached_perpendiculars(a, axis_a);
+                let mut rows: Vec<_> = [Vector3::x(), Vector3::y(), Vector3::z()]
+                    .iter()
+                    .map(linear)
+                    .collect();
+                // d/dt (p·b) = (ω_B − ω_A)·(b × p) for p attached to A and b to B.
+                for p in [p1, p2] {
+                    rows.push(angular(&bw.cross(&p), p.dot(&bw)));
+                }
+                rows
+            }
+            JointKind::Prismatic { axis_a } => {
+                let (p1, p2) = attached_perpendiculars(a, axis_a);
+                let mut rows = Vec::with_capacity(5);
+                // d/dt (p·d) = ω_A·(p × d) + p·(ṗ_B − ṗ_A) for p attached to A.
+                for p in [p1, p2] {
+                    let mut row = linear(&p);
+                    row.a = add(row.a, angular_row(a, &p.cross(&d)));
+                    rows.push(row);
+                }
+                let target = a.pose.orientation * self.rest_rotation;
+                let theta = (b.pose.orientation * target.inverse()).scaled_axis();
+                for e in [Vector3::x(), Vector3::y(), Vector3::z()] {
+                    rows.push(angular(&e, e.dot(&theta)));
+                }
+                rows
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::{Pose, Shape};
+
+    fn ball(at: Vector3<f64>, yaw: f64) -> RigidBody {
+        RigidBody::dynamic(
+            Shape::Sphere { radius: 0.1 },
+            Pose {
+                position: at,
+                orientation: UnitQuaternion::from_euler_angles(0.3, -0.2, yaw),
+            },
+            1.0,
+            Vector3::repeat(0.01),
+        )
+    }
+
+    /// Each row's `a·v_A + b·v_B` equals the finite-difference rate of its violation.
+    #[test]
+    fn rows_are_the_derivatives_of_their_violations() {
+        let kinds = [
+            JointKind::Spherical,
+            JointKind::Distance { length: 0.5 },
+            JointKind::Revolute {
+                axis_a: [0.0, 0.0, 1.0],
+                axis_b: [0.0, 0.0, 1.0],
+            },
+            JointKind::Prismatic {
+                axis_a: [0.0, 1.0, 0.0],
+            },
+        ];
+        for kind in kinds {
+            let mut bodies = vec![
+                ball(Vector3::zeros(), 0.1),
+                ball(Vector3::new(0.3, 0.2, 0.1), 0.4),
+            ];
+            let joint = Joint::at_world_point(&bodies, 0, 1, Vector3::new(0.1, 0.1, 0.0), kind);
+            // Perturb so that violations are non-zero, then move with some velocity.
+            bodies[1].pose.position += Vector3::new(0.01, -0.02, 0.015);
+            bodies[0].velocity = Vector3::new(0.3, -0.1, 0.2);
+            bodies[0].angular_velocity = Vector3::new(0.5, 0.2, -0.4);
+            bodies[1].velocity = Vector3::new(-0.2, 0.4, 0.1);
+            bodies[1].angular_velocity = Vector3::new(-0.3, 0.6, 0.2);
+            let rows = joint.rows(&bodies);
+            assert_eq!(rows.len(), joint.rows_count());
+            let h = 1e-7;
+            let mut moved = bodies.clone();
+            moved.iter_mut().for_each(|b| b.integrate(h));
+            let after = joint.rows(&moved);
+            let (va, vb) = (
+                bodies[0].generalized_velocity(),
+                bodies[1].generalized_velocity(),
+            );
+            for (r, r2) in rows.iter().zip(&after) {
+                let rate: f64 = (0..6).map(|i| r.a[i] * va[i] + r.b[i] * vb[i]).sum();
+                let fd = (r2.violation - r.violation) / h;
+                assert!(
+                    (rate - fd).abs() < 1e-4,
+                    "{kind:?}: row rate {rate} vs {fd}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn tangent_frame_is_orthonormal() {
+        for n in [
+            Vector3::z(),
+            Vector3::x(),
+            Vector3::new(1.0, 2.0, -3.0).normalize(),
+        ] {
+            let (t1, t2) = tangent_frame(&n);
+            assert!(
+                t1.dot(&n).abs() < 1e-15 && t2.dot(&n).abs() < 1e-15 && t1.dot(&t2).abs() < 1e-15
+            );
+            assert!((n.cross(&t1) - t2).norm() < 1e-15);
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! The time stepper: collision detection, assembly of the factored problem of the step
+//! (contact and joint blocks, stabilization, warm start), the solve, and the integration
+//! (paper 001 eq. (1), DESIGN §1 and §5).
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use nalgebra::Vector3;
+use serde::{Deserialize, Serialize};
+
+use super::body::RigidBody;
+use super::collision::{self, Contact};
+use super::joint::{ConstraintRow, Joint, point_row, tangent_frame};
+use crate::error::Result;
+use crate::problem::{Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System};
+use crate::report::StepStats;
+use crate::solver::{Settings, Solver};
+
+/// Parameters of the time stepper.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StepSettings {
+    /// Time step `h`, s.
+    pub dt: f64,
+    /// Gravity, m/s².
+    pub gravity: [f64; 3],
+    /// Friction model of the contact problems.
+    pub friction_model: FrictionModel,
+    /// Collision envelope: contacts enter the problem when the gap is below this, m.
+    pub envelope: f64,
+    /// Largest separation speed the stabilization `b = Φ/h` may ask for, m/s.
+    pub max_recovery_speed: f64,
+    /// Compliance of every contact row (0 = rigid).
+    pub contact_compliance: f64,
+    /// Include the gyroscopic term `−ω × Jω` in the free velocity.
+    pub gyroscopic: bool,
+    /// Warm start each solve with the impulses of persistent contacts and joints.
+    pub warm_start: bool,
+    /// Tolerance of the solver (relative natural-map residual).
+    pub tol: f64,
+    /// Iteration cap of the solver.
+    pub max_iter: usize,
+    /// Relaxation of the solver (`None` = its default).
+    pub omega: Option<f64>,
+}
+
+impl Default for StepSettings {
+    fn default() -> Self {
+        StepSettings {
+            dt: 0.01,
+            gravity: [0.0, 0.0, -9.81],
+            friction_model: FrictionModel::Ccp,
+            envelope: 0.005,
+            max_recovery_speed: 0.5,
+            contact_compliance: 0.0,
+            gyroscopic: true,
+            warm_start: true,
+            tol: 1e-6,
+            max_iter: 500,
+            omega: None,
+        }
+    }
+}
+
+/// A contact's identity across steps: the body pair and the geometric feature.
+type ContactKey = (usize, usize, u32);
+
+/// The problem of one step and how its blocks map back to contacts and joints.
+pub struct StepProblem {
+    /// The factored problem.
+    pub problem: Problem,
+    /// Problem body index of each scene body (`None` for fixed and kinematic bodies).
+    pub dynamic_index: Vec<Option<usize>>,
+    /// Key of each contact block, in block order (contact blocks come first).
+    pub contact_keys: Vec<ContactKey>,
+    /// Joint rows present, as (joint, row) in block order, after the contact blocks.
+    pub joint_rows: Vec<(usize, usize)>,
+}
+
+/// Scene state advanced step by step.
+pub struct World {
+    /// The bodies.
+    pub bodies: Vec<RigidBody>,
+    /// The joints.
+    pub joints: Vec<Joint>,
+    /// Simulated time, s.
+    pub time: f64,
+    /// Steps taken.
+    pub steps: usize,
+    /// Stepper parameters.
+    pub settings: StepSettings,
+    warm_contacts: HashMap<ContactKey, [f64; 3]>,
+    warm_joints: HashMap<(usize, usize), f64>,
+    contacts: Vec<Contact>,
+}
+
+/// Accumulates the blocks of a factored problem.
+struct Assembler<'a> {
+    bodies: &'a [RigidBody],
+    index: &'a [Option<usize>],
+    cones: Vec<Cone>,
+    jacobians: Vec<JacobianBlock>,
+    b: Vec<f64>,
+}
+
+impl Assembler<'_> {
+    /// Adds one block with rows `rows_a`, `rows_b` for bodies `a`, `b` and bias `bias`. A
+    /// non-dynamic side contributes `J v` (a kinematic body's velocity) to the bias; a block
+    /// with no dynamic side is dropped (returns false).
+    fn push(
+        &mut self,
+        cone: Cone,
+        (a, rows_a): (usize, &[[f64; 6]]),
+        (b, rows_b): (usize, &[[f64; 6]]),
+        mut bias: Vec<f64>,
+    ) -> bool {
+        let mut block = JacobianBlock {
+            bodies: Vec::with_capacity(2),
+            rows: Vec::with_capacity(2 * rows_a.len()),
+        };
+        for (body, rows) in [(a, rows_a), (b, rows_b)] {
+            match self.index[body] {
+                Some(i) => {
+                    block.bodies.push(i);
+                    block.rows.extend_from_slice(rows);
+                }
+                None => {
+                    let v = self.bodies[body].generalized_velocity();
+                    for (bi, row) in bias.iter_mut().zip(rows) {
+                        *bi += (0..6).map(|c| row[c] * v[c]).sum::<f64>();
+                    }
+                }
+            }
+        }
+        if block.bodies.is_empty() {
+            return false;
+        }
+        self.cones.push(cone);
+        self.jacobians.push(block);
+        self.b.extend(bias);
+        true
+    }
+}
+
+impl World {
+    /// A world at `t = 0`.
+    pub fn new(bodies: Vec<RigidBody>, joints: Vec<Joint>, settings: StepSettings) -> Self {
+        World {
+            bodies,
+            joints,
+            time: 0.0,
+            steps: 0,
+            settings,
+            warm_contacts: HashMap::new(),
+            warm_joints: HashMap::new(),
+            contacts: Vec::new(),
+        }
+    }
+
+    /// Runs collision detection at the current poses; returns the number of contacts.
+    fn detect(&mut self) -> usize {
+        let shapes: Vec<_> = self.bodies.iter().map(|b| b.shape).collect();
+        let poses: Vec<_> = self.bodies.iter().map(|b| b.pose).collect();
+        let is_static: Vec<bool> = self.bodies.iter().map(|b| !b.is_dynamic()).collect();
+        self.contacts.clear();
+        collision::detect(&shapes, &poses, &is_static, self.settings.envelope, &mut self.contacts);
+        self.contacts.len()
+    }
+
+    /// The problem of the next step at the current state (runs collision detection).
+    pub fn problem(&mut self) -> StepProblem {
+        self.detect();
+        self.assemble()
+    }
+
+    /// Builds the factored problem from the current contacts and joints.
+    fn assemble(&self) -> StepProblem {
+        let h = self.settings.dt;
+        let gravity = Vector3::from(self.settings.gravity);
+        let mut dynamic_index = Vec::with_capacity(self.bodies.len());
+        let mut bodies = Vec::new();
+        for b in &self.bodies {
+            if b.is_dynamic() {
+                dynamic_index.push(Some(bodies.len()));
+                bodies.push(Body {
+                    mass: b.mass,
+                    inertia: b.inertia.into(),
+                    v_free: b.free_velocity(h, &gravity, self.settings.gyroscopic),
+                });
+            } else {
+                dynamic_index.push(None);
+            }
+        }
+        let mut asm = Assembler {
+            bodies: &self.bodies,
+            index: &dynamic_index,
+            cones: Vec::new(),
+            jacobians: Vec::new(),
+            b: Vec::new(),
+        };
+        let v_rec = self.settings.max_recovery_speed;
+        let mut contact_keys = Vec::with_capacity(self.contacts.len());
+        for c in &self.contacts {
+            let (ba, bb) = (&self.bodies[c.body_a], &self.bodies[c.body_b]);
+            let mu = ba.friction.min(bb.friction);
+            let (t1, t2) = tangent_frame(&c.normal);
+            let dirs: &[Vector3<f64>] = if mu > 0.0 {
+                &[c.normal, t1, t2]
+            } else {
+                &[c.normal]
+            };
+            let rows_a: Vec<[f64; 6]> = dirs
+                .iter()
+                .map(|e| point_row(ba, &c.point_a, e).map(|x| -x))
+                .collect();
+            let rows_b: Vec<[f64; 6]> = dirs.iter().map(|e| point_row(bb, &c.point_b, e)).collect();
+            // b = Φ/h: a gap may close within the step, a penetration is pushed out no
+            // faster than the recovery speed.
+            let mut bias = vec![0.0; dirs.len()];
+            bias[0] = (c.distance / h).max(-v_rec);
+            let cone = if mu > 0.0 {
+                Cone::Coulomb { mu }
+            } else {
+                Cone::Unilateral
+            };
+            if asm.push(cone, (c.body_a, &rows_a), (c.body_b, &rows_b), bias) {
+                contact_keys.push((c.body_a, c.body_b, c.feature));
+            }
+        }
+        let n_contact_rows = asm.b.len();
+        let mut joint_rows = Vec::new();
+        for (j, joint) in self.joints.iter().enumerate() {
+            for (r, row) in joint.rows(&self.bodies).into_iter().enumerate() {
+                let ConstraintRow { a, b, violation } = row;
+                let bias = vec![(violation / h).clamp(-v_rec, v_rec)];
+                let cone = Cone::Bilateral { dim: 1 };
+                if asm.push(cone, (joint.body_a, &[a]), (joint.body_b, &[b]), bias) {
+                    joint_rows.push((j, r));
+                }
+            }
+        }
+        let mut compliance = Vec::new();
+        if self.settings.contact_compliance > 0.0 {
+            compliance = vec![0.0; asm.b.len()];
+            compliance[..n_contact_rows].fill(self.settings.contact_compliance);
+        }
+        StepProblem {
+            problem: Problem {
+                name: format!("step {}", self.steps),
+                class: Default::default(),
+                cones: asm.cones,
+                operator: Operator::Factored(Factored {
+                    bodies,
+                    jacobians: asm.jacobians,
+                    b: asm.b,
+                }),
+                compliance,
+            },
+            dynamic_index,
+            contact_keys,
+            joint_rows,
+        }
+    }
+
+    /// The warm start of a step problem from the impulses of the previous step.
+    fn warm_start(&self, sp: &StepProblem) -> Vec<f64> {
+        let mut gamma = Vec::with_capacity(sp.problem.rows());
+        for (key, cone) in sp.contact_keys.iter().zip(&sp.problem.cones) {
+            let g = self.warm_contacts.get(key).copied().unwrap_or_default();
+            gamma.extend_from_slice(&g[..cone.dim()]);
+        }
+        for key in &sp.joint_rows {
+            gamma.push(self.warm_joints.get(key).copied().unwrap_or_default());
+        }
+        gamma
+    }
+
+    /// Remembers the impulses of this step for the next warm start.
+    fn remember(&mut self, sp: &StepProblem, gamma: &[f64]) {
+        self.warm_contacts.clear();
+        self.warm_joints.clear();
+        let mut at = 0;
+        for (key, cone) in sp.contact_keys.iter().zip(&sp.problem.cones) {
+            let mut g = [0.0; 3];
+            g[..cone.dim()].copy_from_slice(&gamma[at..at + cone.dim()]);
+            self.warm_contacts.insert(*key, g);
+            at += cone.dim();
+        }
+        for (key, g) in sp.joint_rows.iter().zip(&gamma[at..]) {
+            self.warm_joints.insert(*key, *g);
+        }
+    }
+
+    /// Advances one step with `solver`.
+    pub fn step(&mut self, solver: &dyn Solver) -> Result<StepStats> {
+        let start = Instant::now();
+        let h = self.settings.dt;
+        for body in &mut self.bodies {
+            body.prescribe(self.time, h);
+        }
+        let contacts = self.detect();
+        let max_penetration = self
+            .contacts
+            .iter()
+            .fold(0.0f64, |m, c| m.max(-c.distance));
+        let collision_s = start.elapsed().as_secs_f64();
+        let solve_start = Instant::now();
+        let sp = self.assemble();
+        let sys = System::new(&sp.problem)?;
+        let settings = Settings {
+            friction: self.settings.friction_model,
+            tol: self.settings.tol,
+            max_iter: self.settings.max_iter,
+            omega: self.settings.omega,
+            warm_start: self.settings.warm_start.then(|| self.warm_start(&sp)),
+            ..Settings::default()
+        };
+        let report = solver.solve(&sys, &settings)?;
+        let solve_s = solve_start.elapsed().as_secs_f64();
+        let v = sys
+            .velocities(&report.gamma)
+            .expect("a factored problem has body velocities");
+        self.remember(&sp, &report.gamma);
+        for (body, index) in self.bodies.iter_mut().zip(&sp.dynamic_index) {
+            if let Some(i) = index {
+                body.set_generalized_velocity(&v[6 * i..6 * i + 6]);
+                body.integrate(h);
+            }
+        }
+        self.time += h;
+        self.steps += 1;
+        for body in &mut self.bodies {
+            body.prescribe(self.time, h);
+        }
+        Ok(StepStats {
+            step: self.steps,
+            time: self.time,
+            bodies: self.bodies.len(),
+            contacts,
+            bilateral_rows: sp.joint_rows.len(),
+            iterations: report.iterations,
+            residual: report.merit.natural_map_inf,
+            max_penetration,
+            kinetic_energy: self.bodies.iter().map(RigidBody::kinetic_energy).sum(),
+            collision_s,
+            solve_s,
+        })
+    }
+}
