@@ -68,6 +68,18 @@ pub enum Error {
         /// The names the registry knows.
         valid: Vec<String>,
     },
+    /// A scene file is malformed or inconsistent.
+    #[error("{file}: {}{key}: {message}", line.map_or(String::new(), |l| format!("line {l}: ")))]
+    Scene {
+        /// The scene file.
+        file: String,
+        /// 1-based line of the offending key, when it is in the file (not from `--set`).
+        line: Option<usize>,
+        /// The key, as a dotted path (e.g. `lattice[0].shape.radius`).
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A factorization needed to prepare the problem failed.
     #[error("factorization failed: {0}")]
     Factorization(String),

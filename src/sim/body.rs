@@ -28,7 +28,6 @@ impl Oscillation {
     pub fn displacement(&self, t: f64) -> Vector3<f64> {
         Vector3::from(self.amplitude) * self.angle(t).sin()
     }
-
 }
 
 /// How a body moves.

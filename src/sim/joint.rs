@@ -34,6 +34,11 @@ pub fn angular_row(body: &RigidBody, c: &Vector3<f64>) -> [f64; 6] {
     [0.0, 0.0, 0.0, c.x, c.y, c.z]
 }
 
+/// The world frame as a body: fixed, at the origin.
+fn ground() -> RigidBody {
+    RigidBody::fixed(super::Shape::Plane, super::Pose::at(Vector3::zeros()))
+}
+
 fn neg(r: [f64; 6]) -> [f64; 6] {
     r.map(|x| -x)
 }
@@ -78,22 +83,28 @@ pub enum JointKind {
         /// Hinge axis in the frame of body B.
         axis_b: [f64; 3],
     },
-    /// B slides along an axis fixed in A without rotating relative to A (5 rows); with a
-    /// fixed A and a vertical axis, a vertical guide.
+    /// B's anchor stays on a line through A's anchor (2 rows, rotations free); with the
+    /// ground as A and a vertical axis, the vertical guide of the thesis' sphere stacks.
+    Line {
+        /// Direction of the line in the frame of body A.
+        axis_a: [f64; 3],
+    },
+    /// B slides along an axis fixed in A without rotating relative to A (5 rows).
     Prismatic {
         /// Sliding axis in the frame of body A.
         axis_a: [f64; 3],
     },
 }
 
-/// A joint between bodies `a` and `b` (either may be fixed or kinematic).
+/// A joint between body `a` (or the world frame) and body `b`; either body may be fixed or
+/// kinematic.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Joint {
-    /// Body A.
-    pub body_a: usize,
+    /// Body A; `None` is the world frame (the ground).
+    pub body_a: Option<usize>,
     /// Body B.
     pub body_b: usize,
-    /// Anchor on A, in A's frame.
+    /// Anchor on A, in A's frame (world frame for the ground).
     pub anchor_a: Vector3<f64>,
     /// Anchor on B, in B's frame.
     pub anchor_b: Vector3<f64>,
@@ -108,12 +119,14 @@ impl Joint {
     /// bodies now is the one it keeps).
     pub fn at_world_point(
         bodies: &[RigidBody],
-        body_a: usize,
+        body_a: Option<usize>,
         body_b: usize,
         at: Vector3<f64>,
         kind: JointKind,
     ) -> Self {
-        let (pa, pb) = (&bodies[body_a].pose, &bodies[body_b].pose);
+        let ground = ground();
+        let pa = &body_a.map_or(&ground, |i| &bodies[i]).pose;
+        let pb = &bodies[body_b].pose;
         Joint {
             body_a,
             body_b,
@@ -129,13 +142,16 @@ impl Joint {
         match self.kind {
             JointKind::Spherical => 3,
             JointKind::Distance { .. } => 1,
+            JointKind::Line { .. } => 2,
             JointKind::Revolute { .. } | JointKind::Prismatic { .. } => 5,
         }
     }
 
     /// The constraint rows at the current poses.
     pub fn rows(&self, bodies: &[RigidBody]) -> Vec<ConstraintRow> {
-        let (a, b) = (&bodies[self.body_a], &bodies[self.body_b]);
+        let ground = ground();
+        let a = self.body_a.map_or(&ground, |i| &bodies[i]);
+        let b = &bodies[self.body_b];
         let pa = a.pose.to_world(&self.anchor_a);
         let pb = b.pose.to_world(&self.anchor_b);
         let d = pb - pa;
@@ -143,6 +159,12 @@ impl Joint {
             a: neg(point_row(a, &pa, e)),
             b: point_row(b, &pb, e),
             violation: e.dot(&d),
+        };
+        // d/dt (p·d) = ω_A·(p × d) + p·(ṗ_B − ṗ_A) for p attached to A.
+        let off_axis = |p: &Vector3<f64>| {
+            let mut row = linear(p);
+            row.a = add(row.a, angular_row(a, &p.cross(&d)));
+            row
         };
         let angular = |c: &Vector3<f64>, violation: f64| ConstraintRow {
             a: neg(angular_row(a, c)),
@@ -174,15 +196,13 @@ impl Joint {
                 }
                 rows
             }
+            JointKind::Line { axis_a } => {
+                let (p1, p2) = attached_perpendiculars(a, axis_a);
+                [p1, p2].iter().map(off_axis).collect()
+            }
             JointKind::Prismatic { axis_a } => {
                 let (p1, p2) = attached_perpendiculars(a, axis_a);
-                let mut rows = Vec::with_capacity(5);
-                // d/dt (p·d) = ω_A·(p × d) + p·(ṗ_B − ṗ_A) for p attached to A.
-                for p in [p1, p2] {
-                    let mut row = linear(&p);
-                    row.a = add(row.a, angular_row(a, &p.cross(&d)));
-                    rows.push(row);
-                }
+                let mut rows: Vec<_> = [p1, p2].iter().map(off_axis).collect();
                 let target = a.pose.orientation * self.rest_rotation;
                 let theta = (b.pose.orientation * target.inverse()).scaled_axis();
                 for e in [Vector3::x(), Vector3::y(), Vector3::z()] {
@@ -224,13 +244,17 @@ mod tests {
             JointKind::Prismatic {
                 axis_a: [0.0, 1.0, 0.0],
             },
+            JointKind::Line {
+                axis_a: [0.0, 0.3, 1.0],
+            },
         ];
         for kind in kinds {
             let mut bodies = vec![
                 ball(Vector3::zeros(), 0.1),
                 ball(Vector3::new(0.3, 0.2, 0.1), 0.4),
             ];
-            let joint = Joint::at_world_point(&bodies, 0, 1, Vector3::new(0.1, 0.1, 0.0), kind);
+            let joint =
+                Joint::at_world_point(&bodies, Some(0), 1, Vector3::new(0.1, 0.1, 0.0), kind);
             // Perturb so that violations are non-zero, then move with some velocity.
             bodies[1].pose.position += Vector3::new(0.01, -0.02, 0.015);
             bodies[0].velocity = Vector3::new(0.3, -0.1, 0.2);

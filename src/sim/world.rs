@@ -104,21 +104,24 @@ struct Assembler<'a> {
 }
 
 impl Assembler<'_> {
-    /// Adds one block with rows `rows_a`, `rows_b` for bodies `a`, `b` and bias `bias`. A
+    /// Adds one block with rows `rows_a`, `rows_b` for bodies `a`, `b` (`None`: the ground)
+    /// and bias `bias`. A
     /// non-dynamic side contributes `J v` (a kinematic body's velocity) to the bias; a block
     /// with no dynamic side is dropped (returns false).
     fn push(
         &mut self,
         cone: Cone,
-        (a, rows_a): (usize, &[[f64; 6]]),
-        (b, rows_b): (usize, &[[f64; 6]]),
+        (a, rows_a): (Option<usize>, &[[f64; 6]]),
+        (b, rows_b): (Option<usize>, &[[f64; 6]]),
         mut bias: Vec<f64>,
     ) -> bool {
         let mut block = JacobianBlock {
             bodies: Vec::with_capacity(2),
             rows: Vec::with_capacity(2 * rows_a.len()),
         };
+        // The ground (`None`) has no velocity and contributes nothing.
         for (body, rows) in [(a, rows_a), (b, rows_b)] {
+            let Some(body) = body else { continue };
             match self.index[body] {
                 Some(i) => {
                     block.bodies.push(i);
@@ -223,7 +226,7 @@ impl World {
             } else {
                 Cone::Unilateral
             };
-            if asm.push(cone, (c.body_a, &rows_a), (c.body_b, &rows_b), bias) {
+            if asm.push(cone, (Some(c.body_a), &rows_a), (Some(c.body_b), &rows_b), bias) {
                 contact_keys.push((c.body_a, c.body_b, c.feature));
             }
         }
@@ -234,7 +237,7 @@ impl World {
                 let ConstraintRow { a, b, violation } = row;
                 let bias = vec![(violation / h).clamp(-v_rec, v_rec)];
                 let cone = Cone::Bilateral { dim: 1 };
-                if asm.push(cone, (joint.body_a, &[a]), (joint.body_b, &[b]), bias) {
+                if asm.push(cone, (joint.body_a, &[a]), (Some(joint.body_b), &[b]), bias) {
                     joint_rows.push((j, r));
                 }
             }

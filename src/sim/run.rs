@@ -1,0 +1,140 @@
+//! Running a scene: steps, per-step statistics to `steps.csv`, snapshots and VTK frames, and
+//! the totals of the run.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::scene::Scene;
+use crate::error::{Error, Result};
+use crate::report::snapshot::{SceneView, SnapshotSettings, write_snapshot};
+use crate::report::steps_csv::{StepStats, StepsCsv};
+use crate::report::vtk::{write_pvd, write_vtk};
+use crate::solver::Solver;
+
+/// What a run writes besides `steps.csv`.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// Folder of `steps.csv`, `frame_XXXX.png` and the VTK frames.
+    pub dir: PathBuf,
+    /// Snapshot interval in steps (0 = none).
+    pub snapshot_every: usize,
+    /// Also write VTK frames (and `frames.pvd`) at the snapshot interval.
+    pub vtk: bool,
+}
+
+/// Totals of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Summary {
+    /// Scene name.
+    pub scene: String,
+    /// Solver name.
+    pub solver: String,
+    /// Steps taken.
+    pub steps: usize,
+    /// Bodies.
+    pub bodies: usize,
+    /// Simulated time, s.
+    pub simulated_time: f64,
+    /// Largest number of contacts in a step.
+    pub max_contacts: usize,
+    /// Bilateral rows per step.
+    pub bilateral_rows: usize,
+    /// Mean solver iterations per step.
+    pub mean_iterations: f64,
+    /// Most solver iterations in a step.
+    pub max_iterations: usize,
+    /// Largest natural-map residual (∞-norm) at the end of a step's solve.
+    pub max_residual: f64,
+    /// Largest penetration seen, m.
+    pub max_penetration: f64,
+    /// Kinetic energy at the end, J.
+    pub final_kinetic_energy: f64,
+    /// Wall time of the whole run, s.
+    pub wall_s: f64,
+    /// Time in collision detection, s.
+    pub collision_s: f64,
+    /// Time in assembly and solve, s.
+    pub solve_s: f64,
+    /// Time in outputs (CSV, snapshots, VTK), s.
+    pub output_s: f64,
+    /// Snapshots written.
+    pub snapshots: usize,
+}
+
+/// The view of a world's bodies for the writers.
+fn view<'a>(shapes: &'a [super::Shape], poses: &'a [super::Pose], speeds: &'a [f64]) -> SceneView<'a> {
+    SceneView { shapes, poses, speeds }
+}
+
+/// Runs `steps` steps of `scene` with `solver`, writing the outputs; `on_step` sees each
+/// step's statistics (a progress bar, a test).
+pub fn run(
+    scene: &mut Scene,
+    solver: &dyn Solver,
+    steps: usize,
+    outputs: &Outputs,
+    mut on_step: impl FnMut(&StepStats),
+) -> Result<Summary> {
+    let start = Instant::now();
+    std::fs::create_dir_all(&outputs.dir).map_err(|source| Error::Io {
+        path: outputs.dir.clone(),
+        source,
+    })?;
+    let mut csv = StepsCsv::create(&outputs.dir.join("steps.csv"))?;
+    let world = &mut scene.world;
+    let mut summary = Summary {
+        scene: scene.name.clone(),
+        solver: solver.name().to_string(),
+        bodies: world.bodies.len(),
+        ..Summary::default()
+    };
+    let shapes: Vec<_> = world.bodies.iter().map(|b| b.shape).collect();
+    let poses: Vec<_> = world.bodies.iter().map(|b| b.pose).collect();
+    let speeds = vec![0.0; shapes.len()];
+    // One frame for the whole run: the bounds of the initial scene.
+    let snapshot = SnapshotSettings {
+        bounds: Some(crate::report::snapshot::fit_bounds(&view(&shapes, &poses, &speeds))),
+        ..SnapshotSettings::default()
+    };
+    let mut frames = Vec::new();
+    let mut total_iterations = 0;
+    for _ in 0..steps {
+        let stats = world.step(solver)?;
+        let out_start = Instant::now();
+        csv.write(&stats)?;
+        summary.steps = stats.step;
+        summary.max_contacts = summary.max_contacts.max(stats.contacts);
+        summary.bilateral_rows = stats.bilateral_rows;
+        total_iterations += stats.iterations;
+        summary.max_iterations = summary.max_iterations.max(stats.iterations);
+        summary.max_residual = summary.max_residual.max(stats.residual);
+        summary.max_penetration = summary.max_penetration.max(stats.max_penetration);
+        summary.final_kinetic_energy = stats.kinetic_energy;
+        summary.collision_s += stats.collision_s;
+        summary.solve_s += stats.solve_s;
+        if outputs.snapshot_every > 0 && stats.step % outputs.snapshot_every == 0 {
+            let poses: Vec<_> = world.bodies.iter().map(|b| b.pose).collect();
+            let speeds: Vec<f64> = world.bodies.iter().map(|b| b.velocity.norm()).collect();
+            let v = view(&shapes, &poses, &speeds);
+            let name = format!("frame_{:04}", stats.step);
+            write_snapshot(&outputs.dir.join(format!("{name}.png")), &v, &snapshot)?;
+            if outputs.vtk {
+                write_vtk(&outputs.dir.join(format!("{name}.vtk")), &v)?;
+                frames.push((stats.time, format!("{name}.vtk")));
+            }
+            summary.snapshots += 1;
+        }
+        summary.output_s += out_start.elapsed().as_secs_f64();
+        on_step(&stats);
+    }
+    csv.finish()?;
+    if outputs.vtk {
+        write_pvd(&outputs.dir.join("frames.pvd"), &frames)?;
+    }
+    summary.simulated_time = world.time;
+    summary.mean_iterations = total_iterations as f64 / summary.steps.max(1) as f64;
+    summary.wall_s = start.elapsed().as_secs_f64();
+    Ok(summary)
+}

@@ -1,0 +1,311 @@
+//! Turns a validated [`SceneFile`] into bodies and joints.
+
+use std::collections::HashMap;
+
+use nalgebra::{UnitQuaternion, Vector3};
+
+use super::SpecError;
+use super::spec::{
+    BodySpec, ChainSpec, ContainerSpec, LatticeSpec, MotionSpec, NetSpec, SceneFile, StackSpec,
+    WallSpec,
+};
+use crate::sim::body::{Motion, Oscillation, RigidBody, mass_properties};
+use crate::sim::joint::{Joint, JointKind};
+use crate::sim::world::World;
+use crate::sim::{Pose, Shape};
+
+/// Bodies and joints under construction.
+struct Builder {
+    bodies: Vec<RigidBody>,
+    joints: Vec<Joint>,
+    friction: f64,
+}
+
+impl Builder {
+    fn dynamic(&mut self, shape: Shape, pose: Pose, density: f64, friction: Option<f64>) -> usize {
+        let (mass, inertia) = mass_properties(&shape, density).expect("validated: not a plane");
+        let mut body = RigidBody::dynamic(shape, pose, mass, inertia);
+        body.friction = friction.unwrap_or(self.friction);
+        self.bodies.push(body);
+        self.bodies.len() - 1
+    }
+
+    fn plane(&mut self, point: Vector3<f64>, normal: Vector3<f64>, friction: Option<f64>, osc: Option<Oscillation>) {
+        let orientation = UnitQuaternion::rotation_between(&Vector3::z(), &normal)
+            .unwrap_or_else(|| UnitQuaternion::from_axis_angle(&Vector3::x_axis(), std::f64::consts::PI));
+        let mut body = RigidBody::fixed(Shape::Plane, Pose { position: point, orientation });
+        body.friction = friction.unwrap_or(self.friction);
+        if let Some(oscillation) = osc {
+            body.motion = Motion::Kinematic {
+                oscillation,
+                rest: point - oscillation.displacement(0.0),
+            };
+        }
+        self.bodies.push(body);
+    }
+
+    fn joint(&mut self, a: Option<usize>, b: usize, at: Vector3<f64>, kind: JointKind) {
+        let joint = Joint::at_world_point(&self.bodies, a, b, at, kind);
+        self.joints.push(joint);
+    }
+
+    fn body(&mut self, spec: &BodySpec) -> usize {
+        let orientation = match spec.normal {
+            Some(n) => UnitQuaternion::rotation_between(&Vector3::z(), &Vector3::from(n))
+                .unwrap_or_else(|| UnitQuaternion::from_axis_angle(&Vector3::x_axis(), std::f64::consts::PI)),
+            None => UnitQuaternion::from_euler_angles(spec.euler[0], spec.euler[1], spec.euler[2]),
+        };
+        let pose = Pose { position: spec.position.into(), orientation };
+        let mut body = match spec.motion {
+            MotionSpec::Dynamic => {
+                let (mut mass, mut inertia) =
+                    mass_properties(&spec.shape, spec.density).expect("validated: not a plane");
+                if let Some(m) = spec.mass {
+                    inertia *= m / mass;
+                    mass = m;
+                }
+                RigidBody::dynamic(spec.shape, pose, mass, inertia)
+            }
+            MotionSpec::Fixed => RigidBody::fixed(spec.shape, pose),
+            MotionSpec::Oscillation(oscillation) => {
+                let mut b = RigidBody::fixed(spec.shape, pose);
+                b.motion = Motion::Kinematic {
+                    oscillation,
+                    rest: pose.position - oscillation.displacement(0.0),
+                };
+                b
+            }
+        };
+        body.friction = spec.friction.unwrap_or(self.friction);
+        if body.is_dynamic() {
+            body.velocity = spec.velocity.into();
+            body.angular_velocity = spec.angular_velocity.into();
+        }
+        self.bodies.push(body);
+        self.bodies.len() - 1
+    }
+
+    fn container(&mut self, c: &ContainerSpec) {
+        let center = Vector3::from(c.center);
+        let [hx, hy] = c.half_size;
+        self.plane(center, Vector3::z(), c.friction, c.oscillation);
+        for (offset, normal) in [
+            (Vector3::new(-hx, 0.0, 0.0), Vector3::x()),
+            (Vector3::new(hx, 0.0, 0.0), -Vector3::x()),
+            (Vector3::new(0.0, -hy, 0.0), Vector3::y()),
+            (Vector3::new(0.0, hy, 0.0), -Vector3::y()),
+        ] {
+            self.plane(center + offset, normal, c.friction, c.oscillation);
+        }
+    }
+
+    fn lattice(&mut self, l: &LatticeSpec) {
+        let size = bounding_radius(&l.shape);
+        let spacing = l.spacing.unwrap_or(2.2 * size);
+        let nx = (((l.max[0] - l.min[0]) / spacing).floor() as usize).max(1);
+        let ny = (((l.max[1] - l.min[1]) / spacing).floor() as usize).max(1);
+        let free = (spacing - 2.0 * size).max(0.0) / 2.0;
+        let mut rng = SplitMix(l.seed);
+        for k in 0..l.count {
+            let (i, j, layer) = (k % nx, (k / nx) % ny, k / (nx * ny));
+            let mut p = Vector3::new(
+                l.min[0] + spacing * (i as f64 + 0.5),
+                l.min[1] + spacing * (j as f64 + 0.5),
+                l.min[2] + spacing * (layer as f64 + 0.5),
+            );
+            p.x += l.jitter * free * rng.symmetric();
+            p.y += l.jitter * free * rng.symmetric();
+            let b = self.dynamic(l.shape, Pose::at(p), l.density, l.friction);
+            self.bodies[b].velocity = l.velocity.into();
+        }
+    }
+
+    fn stack(&mut self, s: &StackSpec) {
+        // (shape, mass): spheres sized by their mass at the stack's density, or one shape
+        // with the given masses, or `count` copies of the shape.
+        let bodies: Vec<(Shape, Option<f64>)> = match (&s.masses, s.shape) {
+            (Some(masses), None) => masses
+                .iter()
+                .map(|m| {
+                    let radius = (3.0 * m / (4.0 * std::f64::consts::PI * s.density)).cbrt();
+                    (Shape::Sphere { radius }, None)
+                })
+                .collect(),
+            (Some(masses), Some(shape)) => masses.iter().map(|m| (shape, Some(*m))).collect(),
+            (None, shape) => vec![(shape.expect("validated"), None); s.count.expect("validated")],
+        };
+        let mut z = s.base[2];
+        for (shape, mass) in bodies {
+            let half = half_height(&shape);
+            let center = Vector3::new(s.base[0], s.base[1], z + half);
+            let b = self.dynamic(shape, Pose::at(center), s.density, s.friction);
+            if let Some(m) = mass {
+                let body = &mut self.bodies[b];
+                body.inertia *= m / body.mass;
+                body.mass = m;
+            }
+            if s.guide {
+                self.joint(None, b, center, JointKind::Line { axis_a: [0.0, 0.0, 1.0] });
+            }
+            z += 2.0 * half + s.gap;
+        }
+    }
+
+    fn chain(&mut self, c: &ChainSpec) {
+        let dir = Vector3::from(c.direction).normalize();
+        let anchor = Vector3::from(c.anchor);
+        let mut previous: Option<usize> = None;
+        let mut joint_at = anchor;
+        let links = (0..c.count).map(|_| (c.shape, c.density, c.spacing));
+        let end = c.end_shape.map(|s| (s, c.end_density, c.spacing + bounding_radius(&s)));
+        for (shape, density, offset) in links.chain(end) {
+            let center = joint_at + dir * offset;
+            let b = self.dynamic(shape, Pose::at(center), density, c.friction);
+            self.joint(previous, b, joint_at, JointKind::Spherical);
+            previous = Some(b);
+            joint_at = center;
+        }
+    }
+
+    fn wall(&mut self, w: &WallSpec) {
+        let [hx, hy, hz] = w.brick;
+        let shape = Shape::Box { half_extents: w.brick };
+        for r in 0..w.rows {
+            let shift = if w.stagger && r % 2 == 1 { hx + 0.5 * w.gap } else { 0.0 };
+            for c in 0..w.columns {
+                let p = Vector3::new(
+                    w.origin[0] + shift + hx + c as f64 * (2.0 * hx + w.gap),
+                    w.origin[1] + hy,
+                    w.origin[2] + hz + r as f64 * (2.0 * hz + w.gap),
+                );
+                self.dynamic(shape, Pose::at(p), w.density, w.friction);
+            }
+        }
+    }
+
+    fn net(&mut self, n: &NetSpec) {
+        let shape = Shape::Sphere { radius: n.radius };
+        let origin = Vector3::from(n.origin);
+        let first = self.bodies.len();
+        let node = |i: usize, j: usize| first + j * n.nx + i;
+        for j in 0..n.ny {
+            for i in 0..n.nx {
+                let p = origin + Vector3::new(i as f64, j as f64, 0.0) * n.spacing;
+                self.dynamic(shape, Pose::at(p), n.density, Some(0.0));
+            }
+        }
+        let link = |s: &mut Self, a: usize, b: usize| {
+            let length = (s.bodies[b].pose.position - s.bodies[a].pose.position).norm();
+            let at = s.bodies[a].pose.position;
+            // A distance joint anchored at both centers.
+            let mut joint = Joint::at_world_point(&s.bodies, Some(a), b, at, JointKind::Distance { length });
+            joint.anchor_b = Vector3::zeros();
+            s.joints.push(joint);
+        };
+        for j in 0..n.ny {
+            for i in 0..n.nx {
+                if i + 1 < n.nx {
+                    link(self, node(i, j), node(i + 1, j));
+                }
+                if j + 1 < n.ny {
+                    link(self, node(i, j), node(i, j + 1));
+                }
+                if n.diagonals && i + 1 < n.nx && j + 1 < n.ny {
+                    link(self, node(i, j), node(i + 1, j + 1));
+                }
+            }
+        }
+        for (i, j) in [(0, 0), (n.nx - 1, 0), (0, n.ny - 1), (n.nx - 1, n.ny - 1)] {
+            let b = node(i, j);
+            let at = self.bodies[b].pose.position;
+            self.joint(None, b, at, JointKind::Spherical);
+        }
+    }
+}
+
+/// Radius of the smallest sphere around the shape's center.
+fn bounding_radius(shape: &Shape) -> f64 {
+    match *shape {
+        Shape::Sphere { radius } => radius,
+        Shape::Box { half_extents } => Vector3::from(half_extents).norm(),
+        Shape::Plane => 0.0,
+    }
+}
+
+/// Half of the vertical extent of an unrotated shape.
+fn half_height(shape: &Shape) -> f64 {
+    match *shape {
+        Shape::Sphere { radius } => radius,
+        Shape::Box { half_extents } => half_extents[2],
+        Shape::Plane => 0.0,
+    }
+}
+
+/// SplitMix64: a small, seeded, portable generator for the lattice offsets.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [−1, 1).
+    fn symmetric(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    }
+}
+
+/// Builds the world of a validated scene file.
+pub(super) fn world(spec: &SceneFile) -> Result<World, SpecError> {
+    let mut b = Builder {
+        bodies: Vec::new(),
+        joints: Vec::new(),
+        friction: spec.friction,
+    };
+    spec.container.iter().for_each(|c| b.container(c));
+    let mut names = HashMap::new();
+    for (i, body) in spec.body.iter().enumerate() {
+        let index = b.body(body);
+        if let Some(name) = &body.name {
+            if name == "ground" || names.insert(name.clone(), index).is_some() {
+                return Err((Some(("body", i)), format!("body[{i}].name"), format!("`{name}` is reserved or used twice")));
+            }
+        }
+    }
+    spec.lattice.iter().for_each(|l| b.lattice(l));
+    spec.stack.iter().for_each(|s| b.stack(s));
+    spec.chain.iter().for_each(|c| b.chain(c));
+    spec.wall.iter().for_each(|w| b.wall(w));
+    spec.net.iter().for_each(|n| b.net(n));
+    for (i, j) in spec.joint.iter().enumerate() {
+        let find = |name: &str, key: &str| -> Result<Option<usize>, SpecError> {
+            match (name, names.get(name)) {
+                ("ground", _) => Ok(None),
+                (_, Some(&index)) => Ok(Some(index)),
+                _ => Err((Some(("joint", i)), format!("joint[{i}].{key}"), format!("no [[body]] named `{name}`"))),
+            }
+        };
+        let a = find(&j.a, "a")?;
+        let bb = find(&j.b, "b")?.ok_or_else(|| {
+            (Some(("joint", i)), format!("joint[{i}].b"), "body B cannot be the ground".to_string())
+        })?;
+        // Axes are given in the world frame at creation: express them in A's frame.
+        let to_a = a.map_or(UnitQuaternion::identity(), |k| b.bodies[k].pose.orientation.inverse());
+        let axis = |v: [f64; 3]| (to_a * Vector3::from(v)).into();
+        let kind = match j.kind {
+            JointKind::Revolute { axis_a, axis_b } => {
+                let to_b = b.bodies[bb].pose.orientation.inverse();
+                JointKind::Revolute { axis_a: axis(axis_a), axis_b: (to_b * Vector3::from(axis_b)).into() }
+            }
+            JointKind::Prismatic { axis_a } => JointKind::Prismatic { axis_a: axis(axis_a) },
+            JointKind::Line { axis_a } => JointKind::Line { axis_a: axis(axis_a) },
+            other => other,
+        };
+        b.joint(a, bb, j.at.into(), kind);
+    }
+    Ok(World::new(b.bodies, b.joints, spec.settings.clone()))
+}

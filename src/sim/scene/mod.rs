@@ -1,0 +1,198 @@
+//! Scene files (TOML): bodies, containers, generators (lattices, stacks, chains, walls,
+//! nets) and joints, turned into a [`World`].
+//!
+//! A scene is a TOML document; every table rejects unknown keys, and every error names the
+//! file, the line and the key. `--set key.path=value` overrides any value before the scene
+//! is built (array entries by index: `lattice.0.count=20000`).
+
+mod build;
+mod spec;
+
+use std::path::Path;
+
+pub use spec::{
+    BodySpec, ChainSpec, ContainerSpec, JointSpec, LatticeSpec, MotionSpec, NetSpec, RunSettings,
+    SceneFile, StackSpec, WallSpec,
+};
+
+use super::world::World;
+use crate::error::{Error, Result};
+
+/// A scene ready to run.
+pub struct Scene {
+    /// The scene's name (the file stem).
+    pub name: String,
+    /// Bodies, joints and stepper settings at `t = 0`.
+    pub world: World,
+    /// How to run it.
+    pub run: RunSettings,
+}
+
+/// Reads the scene file at `path`, applies the `(key, value)` overrides and builds it.
+pub fn load(path: &Path, sets: &[(String, String)]) -> Result<Scene> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let file = path.display().to_string();
+    let name = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("scene")
+        .to_string();
+    parse(&text, &file, &name, sets)
+}
+
+/// Parses and builds a scene from its text; `file` names it in errors.
+pub fn parse(text: &str, file: &str, name: &str, sets: &[(String, String)]) -> Result<Scene> {
+    let located = Located { text, file };
+    // First from the text itself, so that errors carry their line; then with overrides.
+    let mut spec: SceneFile = toml::from_str(text).map_err(|e| located.toml_error(&e))?;
+    if !sets.is_empty() {
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| located.toml_error(&e))?;
+        for (key, value) in sets {
+            set_path(&mut table, key, value).map_err(|message| Error::Scene {
+                file: file.to_string(),
+                line: None,
+                key: format!("--set {key}"),
+                message,
+            })?;
+        }
+        spec = table.try_into().map_err(|e: toml::de::Error| Error::Scene {
+            file: file.to_string(),
+            line: None,
+            key: "--set".into(),
+            message: e.message().to_string(),
+        })?;
+    }
+    spec.validate()
+        .map_err(|(section, key, message)| located.error(section, &key, message))?;
+    let world = build::world(&spec).map_err(|(section, key, message)| {
+        located.error(section, &key, message)
+    })?;
+    Ok(Scene {
+        name: name.to_string(),
+        world,
+        run: spec.run,
+    })
+}
+
+/// Sets the value at a dotted path (`lattice.0.count`) of a TOML table, numbers indexing
+/// lists; the value is parsed as TOML, or taken as a string when it does not parse.
+fn set_path(table: &mut toml::Table, key: &str, value: &str) -> Result<(), String> {
+    use toml::Value;
+    let value = toml::from_str::<toml::Table>(&format!("v = {value}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| Value::String(value.to_string()));
+    let mut root = Value::Table(std::mem::take(table));
+    let parts: Vec<&str> = key.split('.').collect();
+    let mut node = &mut root;
+    let mut result = Ok(());
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let index = part.parse::<usize>();
+        node = match (node, index) {
+            (Value::Table(t), _) if last => {
+                t.insert(part.to_string(), value.clone());
+                break;
+            }
+            (Value::Table(t), _) => t
+                .entry(part.to_string())
+                .or_insert_with(|| Value::Table(toml::Table::new())),
+            (Value::Array(items), Ok(k)) if k < items.len() => &mut items[k],
+            (Value::Array(items), _) => {
+                result = Err(format!(
+                    "`{part}`: expected an index below {} into the list",
+                    items.len()
+                ));
+                break;
+            }
+            _ => {
+                result = Err(format!("`{part}`: its parent is neither a table nor a list"));
+                break;
+            }
+        };
+        if last {
+            *node = value.clone();
+        }
+    }
+    if let Value::Table(t) = root {
+        *table = t;
+    }
+    result
+}
+
+/// The scene text, to turn byte spans and key paths into line numbers.
+struct Located<'a> {
+    text: &'a str,
+    file: &'a str,
+}
+
+/// A validation error: the section (`("lattice", 0)`, or `None` for top-level keys), the
+/// key path and the message.
+pub(crate) type SpecError = (Option<(&'static str, usize)>, String, String);
+
+impl Located<'_> {
+    fn line_of(&self, offset: usize) -> usize {
+        self.text[..offset.min(self.text.len())].lines().count().max(1)
+            + usize::from(self.text[..offset.min(self.text.len())].ends_with('\n'))
+    }
+
+    fn toml_error(&self, e: &toml::de::Error) -> Error {
+        let line = e.span().map(|s| self.line_of(s.start));
+        let key = line
+            .and_then(|l| self.text.lines().nth(l - 1))
+            .and_then(|l| l.split_once('=').map(|(k, _)| k.trim().to_string()))
+            .unwrap_or_default();
+        Error::Scene {
+            file: self.file.to_string(),
+            line,
+            key: if key.is_empty() { "scene".into() } else { key },
+            message: e.message().to_string(),
+        }
+    }
+
+    /// The line of `key` (its last dotted part) inside `section`, if the file has it.
+    fn find(&self, section: Option<(&str, usize)>, key: &str) -> Option<usize> {
+        let leaf = key.rsplit(['.', ']']).find(|s| !s.is_empty() && !s.starts_with('['))?;
+        let leaf = leaf.split('[').next()?;
+        let mut current: Option<(String, usize)> = None;
+        let mut counts = std::collections::HashMap::<String, usize>::new();
+        for (i, raw) in self.text.lines().enumerate() {
+            let line = raw.split('#').next().unwrap_or("").trim();
+            if let Some(name) = line.strip_prefix("[[").and_then(|l| l.strip_suffix("]]")) {
+                let n = counts.entry(name.trim().to_string()).or_insert(0);
+                current = Some((name.trim().to_string(), *n));
+                *n += 1;
+                continue;
+            }
+            if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                current = Some((name.trim().to_string(), 0));
+                continue;
+            }
+            let here = match (&current, section) {
+                (None, None) => true,
+                (Some((n, k)), Some((s, j))) => n == s && *k == j,
+                _ => false,
+            };
+            let mentions = line.split(['{', ',']).any(|part| {
+                part.split_once('=')
+                    .is_some_and(|(k, _)| k.trim() == leaf)
+            });
+            if here && mentions {
+                return Some(i + 1);
+            }
+        }
+        None
+    }
+
+    fn error(&self, section: Option<(&str, usize)>, key: &str, message: String) -> Error {
+        Error::Scene {
+            file: self.file.to_string(),
+            line: self.find(section, key),
+            key: key.to_string(),
+            message,
+        }
+    }
+}

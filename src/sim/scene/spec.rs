@@ -1,0 +1,443 @@
+//! The tables of a scene file and their validation.
+
+use serde::{Deserialize, Serialize};
+
+use super::SpecError;
+use crate::sim::body::Oscillation;
+use crate::sim::joint::JointKind;
+use crate::sim::world::StepSettings;
+use crate::sim::Shape;
+
+/// How a scene runs (the `[run]` table).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunSettings {
+    /// Number of steps.
+    pub steps: usize,
+    /// Solver name (see the registry).
+    pub solver: String,
+    /// Write a PNG snapshot (and VTK frame when asked) every this many steps; 0 = never.
+    pub snapshot_every: usize,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        RunSettings {
+            steps: 100,
+            solver: "pgs".into(),
+            snapshot_every: 0,
+        }
+    }
+}
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SceneFile {
+    /// Friction coefficient of every body that does not set its own.
+    #[serde(default)]
+    pub friction: f64,
+    /// Stepper settings.
+    #[serde(default)]
+    pub settings: StepSettings,
+    /// Run settings.
+    #[serde(default)]
+    pub run: RunSettings,
+    /// Single bodies.
+    #[serde(default)]
+    pub body: Vec<BodySpec>,
+    /// Open boxes made of planes (floor and four walls).
+    #[serde(default)]
+    pub container: Vec<ContainerSpec>,
+    /// Bodies on a regular grid.
+    #[serde(default)]
+    pub lattice: Vec<LatticeSpec>,
+    /// Vertical stacks.
+    #[serde(default)]
+    pub stack: Vec<StackSpec>,
+    /// Hanging chains (pendulums, wrecking balls).
+    #[serde(default)]
+    pub chain: Vec<ChainSpec>,
+    /// Brick walls.
+    #[serde(default)]
+    pub wall: Vec<WallSpec>,
+    /// Nets of spheres joined by distance constraints.
+    #[serde(default)]
+    pub net: Vec<NetSpec>,
+    /// Joints between named bodies (or the ground).
+    #[serde(default)]
+    pub joint: Vec<JointSpec>,
+}
+
+/// The motion of a `[[body]]`: `"dynamic"`, `"fixed"` or `{ oscillation = {...} }`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum MotionSpec {
+    /// Moved by forces and impulses.
+    #[default]
+    Dynamic,
+    /// Never moves.
+    Fixed,
+    /// Prescribed sinusoidal translation.
+    Oscillation(Oscillation),
+}
+
+/// One body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BodySpec {
+    /// A name that `[[joint]]` tables refer to.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The shape.
+    pub shape: Shape,
+    /// Position of the center, m.
+    #[serde(default)]
+    pub position: [f64; 3],
+    /// Orientation as roll, pitch, yaw (rad).
+    #[serde(default)]
+    pub euler: [f64; 3],
+    /// For planes: the outward normal (overrides `euler`).
+    #[serde(default)]
+    pub normal: Option<[f64; 3]>,
+    /// How it moves.
+    #[serde(default)]
+    pub motion: MotionSpec,
+    /// Density, kg/m³.
+    #[serde(default = "default_density")]
+    pub density: f64,
+    /// Mass, kg (overrides the density; the inertia scales with it).
+    #[serde(default)]
+    pub mass: Option<f64>,
+    /// Friction coefficient (default: the scene's).
+    #[serde(default)]
+    pub friction: Option<f64>,
+    /// Initial linear velocity, m/s.
+    #[serde(default)]
+    pub velocity: [f64; 3],
+    /// Initial angular velocity (body frame), rad/s.
+    #[serde(default)]
+    pub angular_velocity: [f64; 3],
+}
+
+fn default_density() -> f64 {
+    1000.0
+}
+
+/// An open box of five planes: a floor at `center.z` and walls at `center.x ± half_size[0]`,
+/// `center.y ± half_size[1]`, all fixed or all following one oscillation (a shaker).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContainerSpec {
+    /// Center of the floor, m.
+    #[serde(default)]
+    pub center: [f64; 3],
+    /// Half widths in x and y, m.
+    pub half_size: [f64; 2],
+    /// Friction coefficient of the walls (default: the scene's).
+    #[serde(default)]
+    pub friction: Option<f64>,
+    /// Prescribed motion of the whole container.
+    #[serde(default)]
+    pub oscillation: Option<Oscillation>,
+}
+
+/// `count` bodies of one shape on a grid filling `[min, max]` in x and y, layer after layer
+/// upwards from `min.z`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatticeSpec {
+    /// The shape of every body.
+    pub shape: Shape,
+    /// Number of bodies.
+    pub count: usize,
+    /// Lower corner of the region, m.
+    pub min: [f64; 3],
+    /// Upper corner in x and y (z grows as needed), m.
+    pub max: [f64; 3],
+    /// Grid spacing, m (default: 1.1 × the shape's diameter).
+    #[serde(default)]
+    pub spacing: Option<f64>,
+    /// Random horizontal offsets, as a fraction of the free space between neighbors (0–1).
+    #[serde(default)]
+    pub jitter: f64,
+    /// Seed of the offsets.
+    #[serde(default)]
+    pub seed: u64,
+    /// Density, kg/m³.
+    #[serde(default = "default_density")]
+    pub density: f64,
+    /// Friction coefficient (default: the scene's).
+    #[serde(default)]
+    pub friction: Option<f64>,
+    /// Initial velocity, m/s.
+    #[serde(default)]
+    pub velocity: [f64; 3],
+}
+
+/// A vertical stack resting at `base`: with `masses` alone, spheres of constant density whose
+/// radii follow the masses; with `shape` and `masses`, that shape with those masses; with
+/// `shape` and `count`, copies of the shape. Optionally each body on a vertical guide.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StackSpec {
+    /// The shape of every body (required without `masses`).
+    #[serde(default)]
+    pub shape: Option<Shape>,
+    /// Number of bodies (without `masses`).
+    #[serde(default)]
+    pub count: Option<usize>,
+    /// Mass of each sphere from the bottom, kg (radius from the density).
+    #[serde(default)]
+    pub masses: Option<Vec<f64>>,
+    /// Bottom point of the stack, m.
+    #[serde(default)]
+    pub base: [f64; 3],
+    /// Vertical gap between bodies, m.
+    #[serde(default)]
+    pub gap: f64,
+    /// Density, kg/m³.
+    #[serde(default = "default_density")]
+    pub density: f64,
+    /// Friction coefficient (default: the scene's).
+    #[serde(default)]
+    pub friction: Option<f64>,
+    /// Put each body on a vertical guide (a line joint to the ground).
+    #[serde(default)]
+    pub guide: bool,
+}
+
+/// A chain hanging from `anchor` along `direction`: `count` links `spacing` apart joined by
+/// spherical joints, the first one to the ground, and an optional heavier end body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainSpec {
+    /// Shape of each link.
+    pub shape: Shape,
+    /// Number of links.
+    pub count: usize,
+    /// Fixed point the chain hangs from, m.
+    pub anchor: [f64; 3],
+    /// Direction from the anchor along the chain (normalized).
+    #[serde(default = "down")]
+    pub direction: [f64; 3],
+    /// Distance between consecutive link centers (and from the anchor to the first), m.
+    pub spacing: f64,
+    /// Density of the links, kg/m³.
+    #[serde(default = "default_density")]
+    pub density: f64,
+    /// Shape of a body at the end of the chain (a wrecking ball).
+    #[serde(default)]
+    pub end_shape: Option<Shape>,
+    /// Density of the end body, kg/m³.
+    #[serde(default = "default_density")]
+    pub end_density: f64,
+    /// Friction coefficient (default: the scene's).
+    #[serde(default)]
+    pub friction: Option<f64>,
+}
+
+fn down() -> [f64; 3] {
+    [0.0, 0.0, -1.0]
+}
+
+/// A wall of `rows × columns` bricks along x, starting at `origin` (bottom-left-front), each
+/// other row shifted by half a brick when `stagger` is set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WallSpec {
+    /// Half extents of a brick, m.
+    pub brick: [f64; 3],
+    /// Rows.
+    pub rows: usize,
+    /// Bricks per row.
+    pub columns: usize,
+    /// Lower corner of the wall, m.
+    #[serde(default)]
+    pub origin: [f64; 3],
+    /// Gap between bricks, m.
+    #[serde(default)]
+    pub gap: f64,
+    /// Shift every other row by half a brick.
+    #[serde(default = "yes")]
+    pub stagger: bool,
+    /// Density, kg/m³.
+    #[serde(default = "default_density")]
+    pub density: f64,
+    /// Friction coefficient (default: the scene's).
+    #[serde(default)]
+    pub friction: Option<f64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A horizontal net of `nx × ny` spheres `spacing` apart at `origin`, neighbors joined by
+/// distance constraints (and one diagonal per cell when `diagonals`), corners pinned to the
+/// ground by spherical joints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetSpec {
+    /// Nodes along x.
+    pub nx: usize,
+    /// Nodes along y.
+    pub ny: usize,
+    /// Distance between neighbors, m.
+    pub spacing: f64,
+    /// Radius of the node spheres, m.
+    pub radius: f64,
+    /// Position of node (0, 0), m.
+    #[serde(default)]
+    pub origin: [f64; 3],
+    /// Add a diagonal constraint per cell.
+    #[serde(default = "yes")]
+    pub diagonals: bool,
+    /// Density, kg/m³.
+    #[serde(default = "default_density")]
+    pub density: f64,
+}
+
+/// A joint between two named `[[body]]` entries (`"ground"` is the world frame).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JointSpec {
+    /// Name of body A, or `"ground"`.
+    pub a: String,
+    /// Name of body B.
+    pub b: String,
+    /// World point where the joint is made, m.
+    pub at: [f64; 3],
+    /// The kind and its parameters (axes in A's frame at creation).
+    #[serde(flatten)]
+    pub kind: JointKind,
+}
+
+fn positive(section: Option<(&'static str, usize)>, key: String, v: f64) -> Result<(), SpecError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err((section, key, format!("is {v}; must be finite and > 0")))
+    }
+}
+
+fn non_negative(
+    section: Option<(&'static str, usize)>,
+    key: String,
+    v: f64,
+) -> Result<(), SpecError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err((section, key, format!("is {v}; must be finite and ≥ 0")))
+    }
+}
+
+/// Checks a shape's sizes; `prefix` is its key path.
+fn shape(section: Option<(&'static str, usize)>, prefix: &str, s: &Shape) -> Result<(), SpecError> {
+    match *s {
+        Shape::Sphere { radius } => positive(section, format!("{prefix}.radius"), radius),
+        Shape::Box { half_extents } => half_extents
+            .iter()
+            .try_for_each(|&h| positive(section, format!("{prefix}.half_extents"), h)),
+        Shape::Plane => Ok(()),
+    }
+}
+
+impl SceneFile {
+    /// Checks every value that deserialization cannot: signs, sizes, references.
+    pub(crate) fn validate(&self) -> Result<(), SpecError> {
+        non_negative(None, "friction".into(), self.friction)?;
+        let st = &self.settings;
+        let set = Some(("settings", 0));
+        positive(set, "settings.dt".into(), st.dt)?;
+        non_negative(set, "settings.envelope".into(), st.envelope)?;
+        positive(set, "settings.max_recovery_speed".into(), st.max_recovery_speed)?;
+        non_negative(set, "settings.contact_compliance".into(), st.contact_compliance)?;
+        non_negative(set, "settings.tol".into(), st.tol)?;
+        for (i, b) in self.body.iter().enumerate() {
+            let sec = Some(("body", i));
+            shape(sec, &format!("body[{i}].shape"), &b.shape)?;
+            positive(sec, format!("body[{i}].density"), b.density)?;
+            if let Some(m) = b.mass {
+                positive(sec, format!("body[{i}].mass"), m)?;
+            }
+            if let Some(f) = b.friction {
+                non_negative(sec, format!("body[{i}].friction"), f)?;
+            }
+            if b.shape == Shape::Plane && b.motion == MotionSpec::Dynamic {
+                return Err((sec, format!("body[{i}].motion"), "a plane must be fixed or oscillate".into()));
+            }
+        }
+        for (i, c) in self.container.iter().enumerate() {
+            let sec = Some(("container", i));
+            for h in c.half_size {
+                positive(sec, format!("container[{i}].half_size"), h)?;
+            }
+        }
+        for (i, l) in self.lattice.iter().enumerate() {
+            let sec = Some(("lattice", i));
+            shape(sec, &format!("lattice[{i}].shape"), &l.shape)?;
+            if l.shape == Shape::Plane {
+                return Err((sec, format!("lattice[{i}].shape"), "must be a sphere or a box".into()));
+            }
+            positive(sec, format!("lattice[{i}].density"), l.density)?;
+            if let Some(s) = l.spacing {
+                positive(sec, format!("lattice[{i}].spacing"), s)?;
+            }
+            if !(0.0..=1.0).contains(&l.jitter) {
+                return Err((sec, format!("lattice[{i}].jitter"), format!("is {}; must lie in [0, 1]", l.jitter)));
+            }
+            if l.max[0] <= l.min[0] || l.max[1] <= l.min[1] {
+                return Err((sec, format!("lattice[{i}].max"), "must exceed min in x and y".into()));
+            }
+        }
+        for (i, s) in self.stack.iter().enumerate() {
+            let sec = Some(("stack", i));
+            positive(sec, format!("stack[{i}].density"), s.density)?;
+            non_negative(sec, format!("stack[{i}].gap"), s.gap)?;
+            if let Some(sh) = &s.shape {
+                shape(sec, &format!("stack[{i}].shape"), sh)?;
+                if *sh == Shape::Plane {
+                    return Err((sec, format!("stack[{i}].shape"), "must be a sphere or a box".into()));
+                }
+            }
+            match (&s.masses, &s.shape, s.count) {
+                (Some(masses), _, _) => {
+                    for m in masses {
+                        positive(sec, format!("stack[{i}].masses"), *m)?;
+                    }
+                }
+                (None, Some(_), Some(_)) => {}
+                _ => {
+                    return Err((sec, format!("stack[{i}].masses"), "give `masses`, or `shape` and `count`".into()));
+                }
+            }
+        }
+        for (i, c) in self.chain.iter().enumerate() {
+            let sec = Some(("chain", i));
+            shape(sec, &format!("chain[{i}].shape"), &c.shape)?;
+            positive(sec, format!("chain[{i}].spacing"), c.spacing)?;
+            positive(sec, format!("chain[{i}].density"), c.density)?;
+            if let Some(e) = &c.end_shape {
+                shape(sec, &format!("chain[{i}].end_shape"), e)?;
+            }
+        }
+        for (i, w) in self.wall.iter().enumerate() {
+            let sec = Some(("wall", i));
+            for h in w.brick {
+                positive(sec, format!("wall[{i}].brick"), h)?;
+            }
+            positive(sec, format!("wall[{i}].density"), w.density)?;
+        }
+        for (i, n) in self.net.iter().enumerate() {
+            let sec = Some(("net", i));
+            positive(sec, format!("net[{i}].spacing"), n.spacing)?;
+            positive(sec, format!("net[{i}].radius"), n.radius)?;
+            if n.nx < 2 || n.ny < 2 {
+                return Err((sec, format!("net[{i}].nx"), "a net needs at least 2 × 2 nodes".into()));
+            }
+        }
+        Ok(())
+    }
+}
