@@ -396,3 +396,164 @@ fn draw_solid(
     };
     drawn.map_err(io::Error::other)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests::temp_dir;
+    use nalgebra::UnitQuaternion;
+
+    /// A floor, three spheres (at rest, medium, fastest) and a box turned about z and x.
+    fn scene() -> (Vec<Shape>, Vec<Pose>, Vec<f64>) {
+        let turned = UnitQuaternion::from_euler_angles(0.4, 0.0, 0.5);
+        let shapes = vec![
+            Shape::Plane,
+            Shape::Sphere { radius: 0.5 },
+            Shape::Sphere { radius: 0.5 },
+            Shape::Sphere { radius: 0.3 },
+            Shape::Box { half_extents: [0.6, 0.4, 0.3] },
+        ];
+        let poses = vec![
+            Pose::at(Vector3::zeros()),
+            Pose::at(Vector3::new(0.0, 0.0, 0.5)),
+            Pose::at(Vector3::new(2.0, 1.0, 0.5)),
+            Pose::at(Vector3::new(1.0, -1.0, 2.0)),
+            Pose { position: Vector3::new(-2.0, 0.5, 0.6), orientation: turned },
+        ];
+        (shapes, poses, vec![0.0, 0.0, 1.0, 2.0, 0.5])
+    }
+
+    fn is_white(p: &image::Rgb<u8>) -> bool {
+        p.0 == [255, 255, 255]
+    }
+
+    #[test]
+    fn snapshot_shows_the_bodies_in_both_views() {
+        let (shapes, poses, speeds) = scene();
+        let view = SceneView { shapes: &shapes, poses: &poses, speeds: &speeds };
+        let settings = SnapshotSettings { width: 800, height: 300, ..Default::default() };
+        let path = temp_dir("snapshot").join("scene.png");
+        write_snapshot(&path, &view, &settings).unwrap();
+
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        let img = image::load_from_memory(&bytes).unwrap().to_rgb8();
+        assert_eq!(img.dimensions(), (800, 300));
+        assert!(is_white(img.get_pixel(0, 0)) && is_white(img.get_pixel(799, 299)));
+
+        let bounds = fit_bounds(&view);
+        for (offset, axes) in [(0, FRONT), (400, TOP)] {
+            let map = PixelMap::new(axes, &bounds, (400, 300));
+            let at = |p: &Vector3<f64>| {
+                let (x, y) = map.pixel(p);
+                *img.get_pixel((x + offset) as u32, y as u32)
+            };
+            for pose in &poses[1..] {
+                assert!(!is_white(&at(&pose.position)), "{axes:?} {pose:?}");
+            }
+            // The sphere at rest is blue, the fastest red.
+            let (slow, fast) = (at(&poses[1].position).0, at(&poses[3].position).0);
+            assert!(slow[2] > slow[0] && fast[0] > fast[2], "{slow:?} {fast:?}");
+        }
+    }
+
+    #[test]
+    fn floor_is_a_line_in_the_front_view_only() {
+        let shapes = [Shape::Plane, Shape::Sphere { radius: 0.5 }];
+        let poses = [Pose::at(Vector3::zeros()), Pose::at(Vector3::new(0.0, 0.0, 0.5))];
+        let view = SceneView { shapes: &shapes, poses: &poses, speeds: &[0.0, 0.0] };
+        let path = temp_dir("snapshot-floor").join("floor.png");
+        write_snapshot(&path, &view, &SnapshotSettings::default()).unwrap();
+        let img = image::open(&path).unwrap().to_rgb8();
+        let bounds = fit_bounds(&view);
+        let dark = |x: u32, y: i32| (y - 1..=y + 1).any(|y| img.get_pixel(x, y as u32).0[0] < 100);
+
+        let front = PixelMap::new(FRONT, &bounds, (600, 600));
+        let (x, y) = front.pixel(&Vector3::new(bounds.0[0] + 0.05, 0.0, 0.0));
+        assert!(dark(x as u32, y), "no floor line at ({x}, {y})");
+        // The top view sees the floor face-on: nothing is drawn far from the sphere.
+        let top = PixelMap::new(TOP, &bounds, (600, 600));
+        let (x, y) = top.pixel(&Vector3::new(bounds.0[0] + 0.05, bounds.0[1] + 0.05, 0.0));
+        assert!(!dark(600 + x as u32, y));
+    }
+
+    #[test]
+    fn pixel_map_keeps_the_aspect_ratio_and_centers_the_bounds() {
+        let bounds = ([0.0, -5.0, 0.0], [4.0, 5.0, 2.0]);
+        let map = PixelMap::new(FRONT, &bounds, (220, 120));
+        // x spans 4 m in 200 px, z spans 2 m in 100 px: 50 px per meter on both axes.
+        assert_eq!(map.pixel(&Vector3::new(2.0, 0.0, 1.0)), (110, 60));
+        assert_eq!(map.pixel(&Vector3::new(0.0, 0.0, 0.0)), (10, 110));
+        assert_eq!(map.pixel(&Vector3::new(4.0, 3.0, 2.0)), (210, 10));
+        // Top view of the same bounds: y spans 10 m in 100 px, so 10 px per meter.
+        let top = PixelMap::new(TOP, &bounds, (220, 120));
+        assert_eq!(top.pixel(&Vector3::new(2.0, 0.0, 0.0)), (110, 60));
+        assert_eq!(top.pixel(&Vector3::new(4.0, 5.0, 0.0)), (130, 10));
+        assert_eq!(top.length(0.5), 5);
+    }
+
+    #[test]
+    fn colormap_runs_from_blue_to_red() {
+        assert_eq!(speed_color(0.0, 2.0), SLOW_COLOR);
+        assert_eq!(speed_color(2.0, 2.0), FAST_COLOR);
+        assert_eq!(speed_color(5.0, 2.0), FAST_COLOR);
+        assert_eq!(speed_color(-1.0, 2.0), SLOW_COLOR);
+        assert_eq!(speed_color(1.0, 0.0), SLOW_COLOR);
+        assert_eq!(speed_color(1.0, 2.0), RGBColor(128, 0, 128));
+    }
+
+    #[test]
+    fn bounds_fit_the_solids_with_a_margin() {
+        let shapes = [Shape::Plane, Shape::Sphere { radius: 1.0 }, Shape::Box { half_extents: [1.0; 3] }];
+        let poses = [
+            Pose::at(Vector3::new(0.0, 0.0, -100.0)),
+            Pose::at(Vector3::zeros()),
+            Pose::at(Vector3::new(8.0, 0.0, 0.0)),
+        ];
+        let view = SceneView { shapes: &shapes, poses: &poses, speeds: &[0.0; 3] };
+        let (lo, hi) = fit_bounds(&view);
+        // Extent 10 m along x: margin 0.5 m.
+        assert_eq!(lo, [-1.5, -1.5, -1.5]);
+        assert_eq!(hi, [9.5, 1.5, 1.5]);
+        let planes_only = SceneView { shapes: &shapes[..1], poses: &poses[..1], speeds: &[0.0] };
+        assert_eq!(fit_bounds(&planes_only), ([-1.0; 3], [1.0; 3]));
+    }
+
+    #[test]
+    fn lines_are_clipped_to_the_bounds() {
+        let (lo, hi) = ([-1.0, -1.0], [3.0, 2.0]);
+        assert_eq!(clip_line([0.0, 0.0], [1.0, 0.0], lo, hi), Some(([-1.0, 0.0], [3.0, 0.0])));
+        assert_eq!(clip_line([0.0, 0.0], [0.0, -2.0], lo, hi), Some(([0.0, 2.0], [0.0, -1.0])));
+        assert_eq!(clip_line([0.0, 1.0], [1.0, 1.0], lo, hi), Some(([-1.0, 0.0], [1.0, 2.0])));
+        assert_eq!(clip_line([0.0, 5.0], [1.0, 0.0], lo, hi), None);
+        assert_eq!(clip_line([10.0, 0.0], [1.0, 1.0], lo, hi), None);
+    }
+
+    #[test]
+    fn hull_drops_inner_points() {
+        let hull = convex_hull(vec![(0, 0), (4, 0), (2, 1), (4, 4), (0, 4), (1, 3), (4, 0)]);
+        assert_eq!(hull, [(0, 0), (4, 0), (4, 4), (0, 4)]);
+        assert_eq!(convex_hull(vec![(0, 0), (1, 1), (2, 2)]), [(0, 0), (2, 2)]);
+    }
+
+    #[test]
+    fn bad_settings_and_paths_are_errors() {
+        let (shapes, poses, speeds) = scene();
+        let view = SceneView { shapes: &shapes, poses: &poses, speeds: &speeds };
+        let dir = temp_dir("snapshot-errors");
+        let tiny = SnapshotSettings { width: 20, ..Default::default() };
+        assert!(matches!(
+            write_snapshot(&dir.join("a.png"), &view, &tiny),
+            Err(Error::InvalidSetting { .. })
+        ));
+        let flat = SnapshotSettings { bounds: Some(([0.0; 3], [1.0, 0.0, 1.0])), ..Default::default() };
+        assert!(matches!(
+            write_snapshot(&dir.join("a.png"), &view, &flat),
+            Err(Error::InvalidSetting { .. })
+        ));
+        let missing = dir.join("no/such/a.png");
+        let err = write_snapshot(&missing, &view, &SnapshotSettings::default()).unwrap_err();
+        assert!(matches!(err, Error::Io { path, .. } if path == missing));
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    }
+}

@@ -248,13 +248,13 @@ mod tests {
         let size: usize = t.numbers(1)[0];
         assert_eq!(size, 2 + 2 + 9);
         let cells: Vec<usize> = t.numbers(size);
-        assert_eq!(cells, [1, 0, 9, 1, 2, 3, 4, 5, 6, 7, 8, 1, 9]);
+        assert_eq!(cells, [1, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8, 1, 9]);
         assert_eq!(t.after("CELL_TYPES"), "3");
         assert_eq!(t.numbers::<u8>(3), [1, 12, 1]);
 
         assert_eq!(t.after("POINT_DATA"), "10");
         assert_eq!(t.after("SCALARS"), "radius");
-        t.after("default");
+        assert_eq!(t.after("LOOKUP_TABLE"), "default");
         let mut radius = vec![0.5];
         radius.extend([0.0; 8]);
         radius.push(0.25);
@@ -262,7 +262,7 @@ mod tests {
 
         assert_eq!(t.after("CELL_DATA"), "3");
         assert_eq!(t.after("SCALARS"), "speed");
-        t.after("default");
+        assert_eq!(t.after("LOOKUP_TABLE"), "default");
         assert_eq!(t.numbers::<f64>(3), [1.0, 2.0, 3.0]);
     }
 
