@@ -133,7 +133,10 @@ pub(crate) mod tests {
     fn box_corners_follow_the_pose() {
         let pose = Pose {
             position: Vector3::new(1.0, 2.0, 3.0),
-            orientation: UnitQuaternion::from_axis_angle(&Vector3::z_axis(), std::f64::consts::FRAC_PI_2),
+            orientation: UnitQuaternion::from_axis_angle(
+                &Vector3::z_axis(),
+                std::f64::consts::FRAC_PI_2,
+            ),
         };
         let c = box_corners(&[1.0, 2.0, 3.0], &pose);
         // Body (-1,-2,-3) rotated a quarter turn about z is (2,-1,-3).
@@ -145,7 +148,11 @@ pub(crate) mod tests {
     fn check_rejects_mismatched_lengths() {
         let shapes = [Shape::Plane];
         let poses = [Pose::at(Vector3::zeros())];
-        let ok = SceneView { shapes: &shapes, poses: &poses, speeds: &[0.0] };
+        let ok = SceneView {
+            shapes: &shapes,
+            poses: &poses,
+            speeds: &[0.0],
+        };
         assert!(ok.check().is_ok());
         let bad = SceneView { speeds: &[], ..ok };
         assert!(matches!(bad.check(), Err(Error::InvalidProblem { .. })));

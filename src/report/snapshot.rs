@@ -162,7 +162,10 @@ pub(crate) fn speed_color(speed: f64, max_speed: f64) -> RGBColor {
 fn body_bounds(shape: &Shape, pose: &Pose) -> Option<Bounds> {
     match shape {
         Shape::Sphere { radius } => {
-            let (lo, hi) = (pose.position.add_scalar(-radius), pose.position.add_scalar(*radius));
+            let (lo, hi) = (
+                pose.position.add_scalar(-radius),
+                pose.position.add_scalar(*radius),
+            );
             Some((lo.into(), hi.into()))
         }
         Shape::Box { half_extents } => {
@@ -240,7 +243,12 @@ pub(crate) fn convex_hull(mut points: Vec<(i32, i32)>) -> Vec<(i32, i32)> {
 /// One chain of the monotone chain algorithm over points sorted in one direction.
 fn half_hull<'a>(points: impl Iterator<Item = &'a (i32, i32)>) -> Vec<(i32, i32)> {
     let cross = |o: (i32, i32), a: (i32, i32), b: (i32, i32)| {
-        let d = |p: (i32, i32), q: (i32, i32)| (i64::from(p.0) - i64::from(q.0), i64::from(p.1) - i64::from(q.1));
+        let d = |p: (i32, i32), q: (i32, i32)| {
+            (
+                i64::from(p.0) - i64::from(q.0),
+                i64::from(p.1) - i64::from(q.1),
+            )
+        };
         let ((ax, ay), (bx, by)) = (d(a, o), d(b, o));
         ax * by - ay * bx
     };
@@ -274,7 +282,13 @@ pub fn write_snapshot(path: &Path, view: &SceneView, settings: &SnapshotSettings
     write_via_temp(path, |temp| {
         let root = BitMapBackend::new(temp, (settings.width, settings.height)).into_drawing_area();
         for (x, size, axes) in panels {
-            let pixels = render_panel(view, &PixelMap::new(axes, &bounds, size), &bounds, size, max_speed)?;
+            let pixels = render_panel(
+                view,
+                &PixelMap::new(axes, &bounds, size),
+                &bounds,
+                size,
+                max_speed,
+            )?;
             let element = BitMapElement::with_owned_buffer((x as i32, 0), size, pixels)
                 .ok_or_else(|| io::Error::other("panel buffer of the wrong size"))?;
             root.draw(&element).map_err(io::Error::other)?;
@@ -327,7 +341,11 @@ fn render_panel(
                 _ => solids.push((shape, pose, speed)),
             }
         }
-        solids.sort_by(|a, b| map.axes.distance(&b.1.position).total_cmp(&map.axes.distance(&a.1.position)));
+        solids.sort_by(|a, b| {
+            map.axes
+                .distance(&b.1.position)
+                .total_cmp(&map.axes.distance(&a.1.position))
+        });
         for (shape, pose, speed) in solids {
             draw_solid(&panel, map, shape, pose, speed_color(speed, max_speed))?;
         }
@@ -411,14 +429,19 @@ mod tests {
             Shape::Sphere { radius: 0.5 },
             Shape::Sphere { radius: 0.5 },
             Shape::Sphere { radius: 0.3 },
-            Shape::Box { half_extents: [0.6, 0.4, 0.3] },
+            Shape::Box {
+                half_extents: [0.6, 0.4, 0.3],
+            },
         ];
         let poses = vec![
             Pose::at(Vector3::zeros()),
             Pose::at(Vector3::new(0.0, 0.0, 0.5)),
             Pose::at(Vector3::new(2.0, 1.0, 0.5)),
             Pose::at(Vector3::new(1.0, -1.0, 2.0)),
-            Pose { position: Vector3::new(-2.0, 0.5, 0.6), orientation: turned },
+            Pose {
+                position: Vector3::new(-2.0, 0.5, 0.6),
+                orientation: turned,
+            },
         ];
         (shapes, poses, vec![0.0, 0.0, 1.0, 2.0, 0.5])
     }
@@ -430,8 +453,16 @@ mod tests {
     #[test]
     fn snapshot_shows_the_bodies_in_both_views() {
         let (shapes, poses, speeds) = scene();
-        let view = SceneView { shapes: &shapes, poses: &poses, speeds: &speeds };
-        let settings = SnapshotSettings { width: 800, height: 300, ..Default::default() };
+        let view = SceneView {
+            shapes: &shapes,
+            poses: &poses,
+            speeds: &speeds,
+        };
+        let settings = SnapshotSettings {
+            width: 800,
+            height: 300,
+            ..Default::default()
+        };
         let path = temp_dir("snapshot").join("scene.png");
         write_snapshot(&path, &view, &settings).unwrap();
 
@@ -460,8 +491,15 @@ mod tests {
     #[test]
     fn floor_is_a_line_in_the_front_view_only() {
         let shapes = [Shape::Plane, Shape::Sphere { radius: 0.5 }];
-        let poses = [Pose::at(Vector3::zeros()), Pose::at(Vector3::new(0.0, 0.0, 0.5))];
-        let view = SceneView { shapes: &shapes, poses: &poses, speeds: &[0.0, 0.0] };
+        let poses = [
+            Pose::at(Vector3::zeros()),
+            Pose::at(Vector3::new(0.0, 0.0, 0.5)),
+        ];
+        let view = SceneView {
+            shapes: &shapes,
+            poses: &poses,
+            speeds: &[0.0, 0.0],
+        };
         let path = temp_dir("snapshot-floor").join("floor.png");
         write_snapshot(&path, &view, &SnapshotSettings::default()).unwrap();
         let img = image::open(&path).unwrap().to_rgb8();
@@ -504,27 +542,50 @@ mod tests {
 
     #[test]
     fn bounds_fit_the_solids_with_a_margin() {
-        let shapes = [Shape::Plane, Shape::Sphere { radius: 1.0 }, Shape::Box { half_extents: [1.0; 3] }];
+        let shapes = [
+            Shape::Plane,
+            Shape::Sphere { radius: 1.0 },
+            Shape::Box {
+                half_extents: [1.0; 3],
+            },
+        ];
         let poses = [
             Pose::at(Vector3::new(0.0, 0.0, -100.0)),
             Pose::at(Vector3::zeros()),
             Pose::at(Vector3::new(8.0, 0.0, 0.0)),
         ];
-        let view = SceneView { shapes: &shapes, poses: &poses, speeds: &[0.0; 3] };
+        let view = SceneView {
+            shapes: &shapes,
+            poses: &poses,
+            speeds: &[0.0; 3],
+        };
         let (lo, hi) = fit_bounds(&view);
         // Extent 10 m along x: margin 0.5 m.
         assert_eq!(lo, [-1.5, -1.5, -1.5]);
         assert_eq!(hi, [9.5, 1.5, 1.5]);
-        let planes_only = SceneView { shapes: &shapes[..1], poses: &poses[..1], speeds: &[0.0] };
+        let planes_only = SceneView {
+            shapes: &shapes[..1],
+            poses: &poses[..1],
+            speeds: &[0.0],
+        };
         assert_eq!(fit_bounds(&planes_only), ([-1.0; 3], [1.0; 3]));
     }
 
     #[test]
     fn lines_are_clipped_to_the_bounds() {
         let (lo, hi) = ([-1.0, -1.0], [3.0, 2.0]);
-        assert_eq!(clip_line([0.0, 0.0], [1.0, 0.0], lo, hi), Some(([-1.0, 0.0], [3.0, 0.0])));
-        assert_eq!(clip_line([0.0, 0.0], [0.0, -2.0], lo, hi), Some(([0.0, 2.0], [0.0, -1.0])));
-        assert_eq!(clip_line([0.0, 1.0], [1.0, 1.0], lo, hi), Some(([-1.0, 0.0], [1.0, 2.0])));
+        assert_eq!(
+            clip_line([0.0, 0.0], [1.0, 0.0], lo, hi),
+            Some(([-1.0, 0.0], [3.0, 0.0]))
+        );
+        assert_eq!(
+            clip_line([0.0, 0.0], [0.0, -2.0], lo, hi),
+            Some(([0.0, 2.0], [0.0, -1.0]))
+        );
+        assert_eq!(
+            clip_line([0.0, 1.0], [1.0, 1.0], lo, hi),
+            Some(([-1.0, 0.0], [1.0, 2.0]))
+        );
         assert_eq!(clip_line([0.0, 5.0], [1.0, 0.0], lo, hi), None);
         assert_eq!(clip_line([10.0, 0.0], [1.0, 1.0], lo, hi), None);
     }
@@ -539,14 +600,24 @@ mod tests {
     #[test]
     fn bad_settings_and_paths_are_errors() {
         let (shapes, poses, speeds) = scene();
-        let view = SceneView { shapes: &shapes, poses: &poses, speeds: &speeds };
+        let view = SceneView {
+            shapes: &shapes,
+            poses: &poses,
+            speeds: &speeds,
+        };
         let dir = temp_dir("snapshot-errors");
-        let tiny = SnapshotSettings { width: 20, ..Default::default() };
+        let tiny = SnapshotSettings {
+            width: 20,
+            ..Default::default()
+        };
         assert!(matches!(
             write_snapshot(&dir.join("a.png"), &view, &tiny),
             Err(Error::InvalidSetting { .. })
         ));
-        let flat = SnapshotSettings { bounds: Some(([0.0; 3], [1.0, 0.0, 1.0])), ..Default::default() };
+        let flat = SnapshotSettings {
+            bounds: Some(([0.0; 3], [1.0, 0.0, 1.0])),
+            ..Default::default()
+        };
         assert!(matches!(
             write_snapshot(&dir.join("a.png"), &view, &flat),
             Err(Error::InvalidSetting { .. })

@@ -48,7 +48,13 @@ impl Grid {
                     grid.add(body, VTK_VERTEX, &[pose.position], *radius, speed);
                 }
                 Shape::Box { half_extents } => {
-                    grid.add(body, VTK_HEXAHEDRON, &box_corners(half_extents, pose), 0.0, speed);
+                    grid.add(
+                        body,
+                        VTK_HEXAHEDRON,
+                        &box_corners(half_extents, pose),
+                        0.0,
+                        speed,
+                    );
                 }
                 Shape::Plane => {}
             }
@@ -65,8 +71,10 @@ impl Grid {
         });
         self.cell_speed.push(speed);
         self.points.extend_from_slice(points);
-        self.radius.extend(std::iter::repeat_n(radius, points.len()));
-        self.point_speed.extend(std::iter::repeat_n(speed, points.len()));
+        self.radius
+            .extend(std::iter::repeat_n(radius, points.len()));
+        self.point_speed
+            .extend(std::iter::repeat_n(speed, points.len()));
     }
 
     fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
@@ -205,7 +213,9 @@ mod tests {
         where
             T::Err: std::fmt::Debug,
         {
-            (0..n).map(|_| self.0.next().unwrap().parse().unwrap()).collect()
+            (0..n)
+                .map(|_| self.0.next().unwrap().parse().unwrap())
+                .collect()
         }
     }
 
@@ -215,17 +225,26 @@ mod tests {
         let shapes = [
             Shape::Sphere { radius: 0.5 },
             Shape::Plane,
-            Shape::Box { half_extents: [1.0, 0.5, 0.25] },
+            Shape::Box {
+                half_extents: [1.0, 0.5, 0.25],
+            },
             Shape::Sphere { radius: 0.25 },
         ];
         let poses = [
             Pose::at(Vector3::new(0.0, 0.0, 1.0)),
             Pose::at(Vector3::zeros()),
-            Pose { position: Vector3::new(3.0, 1.0, 2.0), orientation: rotation },
+            Pose {
+                position: Vector3::new(3.0, 1.0, 2.0),
+                orientation: rotation,
+            },
             Pose::at(Vector3::new(-1.0, 2.0, 0.25)),
         ];
         let speeds = [1.0, 0.0, 2.0, 3.0];
-        let view = SceneView { shapes: &shapes, poses: &poses, speeds: &speeds };
+        let view = SceneView {
+            shapes: &shapes,
+            poses: &poses,
+            speeds: &speeds,
+        };
         let path = temp_dir("vtk-frame").join("frame.vtk");
         write_vtk(&path, &view).unwrap();
 
