@@ -384,7 +384,18 @@ fn draw_plane(panel: &Panel, map: &PixelMap, bounds: &Bounds, pose: &Pose) -> io
         .map_err(io::Error::other)
 }
 
-/// A sphere or a box: lightly filled, outlined in `color`.
+/// Whether the pixel bounding box of `points` meets the panel (what does not is not drawn).
+fn in_panel(panel: &Panel, points: &[(i32, i32)]) -> bool {
+    let (w, h) = panel.dim_in_pixel();
+    let inside = |coord: fn(&(i32, i32)) -> i32, size: u32| {
+        let lowest = points.iter().map(coord).min().unwrap_or(i32::MAX);
+        let highest = points.iter().map(coord).max().unwrap_or(i32::MIN);
+        highest >= 0 && i64::from(lowest) < i64::from(size)
+    };
+    inside(|p| p.0, w) && inside(|p| p.1, h)
+}
+
+/// A sphere or a box (skipped when it is outside the panel): lightly filled, outlined in `color`.
 fn draw_solid(
     panel: &Panel,
     map: &PixelMap,
@@ -397,12 +408,23 @@ fn draw_solid(
     let drawn = match shape {
         Shape::Sphere { radius } => {
             let (center, r) = (map.pixel(&pose.position), map.length(*radius));
+            let r_px = i32::try_from(r).unwrap_or(i32::MAX);
+            let corners = [
+                (center.0.saturating_sub(r_px), center.1.saturating_sub(r_px)),
+                (center.0.saturating_add(r_px), center.1.saturating_add(r_px)),
+            ];
+            if !in_panel(panel, &corners) {
+                return Ok(());
+            }
             panel
                 .draw(&Circle::new(center, r, fill))
                 .and_then(|()| panel.draw(&Circle::new(center, r, outline)))
         }
         Shape::Box { half_extents } => {
             let corners = box_corners(half_extents, pose).map(|c| map.pixel(&c));
+            if !in_panel(panel, &corners) {
+                return Ok(());
+            }
             let hull = convex_hull(corners.to_vec());
             let mut closed = hull.clone();
             closed.push(hull[0]);
@@ -528,6 +550,36 @@ mod tests {
         assert_eq!(top.pixel(&Vector3::new(2.0, 0.0, 0.0)), (110, 60));
         assert_eq!(top.pixel(&Vector3::new(4.0, 5.0, 0.0)), (130, 10));
         assert_eq!(top.length(0.5), 5);
+    }
+
+    #[test]
+    fn bodies_outside_the_bounds_are_skipped() {
+        let shapes = [
+            Shape::Sphere { radius: 1e6 },
+            Shape::Box {
+                half_extents: [1.0; 3],
+            },
+        ];
+        let far = Vector3::new(1e7, 0.0, 0.0);
+        let poses = [Pose::at(far), Pose::at(-far)];
+        let view = SceneView {
+            shapes: &shapes,
+            poses: &poses,
+            speeds: &[1.0, 1.0],
+        };
+        let settings = SnapshotSettings {
+            width: 200,
+            height: 100,
+            bounds: Some(([-1.0; 3], [1.0; 3])),
+            max_speed: None,
+        };
+        let path = temp_dir("snapshot-far").join("far.png");
+        write_snapshot(&path, &view, &settings).unwrap();
+        let img = image::open(&path).unwrap().to_rgb8();
+        assert!(
+            img.pixels().all(|p| p.0[0] == p.0[2]),
+            "only gray: frame, no body"
+        );
     }
 
     #[test]
