@@ -20,11 +20,14 @@
 //!   Gauss–Seidel/SOR.
 //! - [`registry`]: solver names → solvers.
 //! - [`sim`]: the simulator: bodies, shapes, collision, joints, stepper, scenes.
+//! - [`report`]: output of a simulation: PNG snapshots (plotters), VTK frames and `.pvd`
+//!   collections for ParaView, the per-step CSV.
 //! - [`error`]: the crate's error type.
 
 pub mod error;
 pub mod problem;
 pub mod registry;
+pub mod report;
 pub mod sim;
 pub mod solver;
 

@@ -1,0 +1,194 @@
+//! The per-step statistics of a simulation, streamed to a CSV file (`steps.csv`).
+//!
+//! One header line, then one line per step; floating-point numbers are written with Rust's
+//! shortest round-trip formatting, so `str::parse::<f64>` gives back the exact value.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// The header line of the CSV file (without the line break), in the order of the fields of
+/// [`StepStats`].
+pub const HEADER: &str = "step,time,bodies,contacts,bilateral_rows,iterations,residual,\
+                          max_penetration,kinetic_energy,collision_s,solve_s";
+
+/// What happened during one time step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct StepStats {
+    /// Index of the step, from 0.
+    pub step: usize,
+    /// Simulated time at the end of the step, s.
+    pub time: f64,
+    /// Number of bodies.
+    pub bodies: usize,
+    /// Number of contacts in the step's problem.
+    pub contacts: usize,
+    /// Number of bilateral (joint) rows in the step's problem.
+    pub bilateral_rows: usize,
+    /// Iterations the solver ran.
+    pub iterations: usize,
+    /// The solver's final residual.
+    pub residual: f64,
+    /// Largest penetration depth among the contacts, m (0 when none penetrate).
+    pub max_penetration: f64,
+    /// Kinetic energy of all bodies at the end of the step, J.
+    pub kinetic_energy: f64,
+    /// Wall-clock time of collision detection, s.
+    pub collision_s: f64,
+    /// Wall-clock time of the solver, s.
+    pub solve_s: f64,
+}
+
+impl StepStats {
+    /// The CSV line of these statistics (without the line break), columns as in [`HEADER`].
+    pub fn csv_line(&self) -> String {
+        format!(
+            "{},{},{},{},{},{},{},{},{},{},{}",
+            self.step,
+            self.time,
+            self.bodies,
+            self.contacts,
+            self.bilateral_rows,
+            self.iterations,
+            self.residual,
+            self.max_penetration,
+            self.kinetic_energy,
+            self.collision_s,
+            self.solve_s
+        )
+    }
+}
+
+/// A `steps.csv` being written: create it, write one [`StepStats`] per step, then finish it.
+#[derive(Debug)]
+pub struct StepsCsv {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl StepsCsv {
+    /// Creates (or truncates) the file at `path` and writes the header line.
+    pub fn create(path: &Path) -> Result<Self> {
+        let mut csv = StepsCsv {
+            path: path.to_path_buf(),
+            out: BufWriter::new(File::create(path).map_err(|source| Error::Io {
+                path: path.to_path_buf(),
+                source,
+            })?),
+        };
+        csv.write_line(HEADER)?;
+        Ok(csv)
+    }
+
+    /// Appends the line of one step.
+    pub fn write(&mut self, s: &StepStats) -> Result<()> {
+        self.write_line(&s.csv_line())
+    }
+
+    /// Flushes the buffer and syncs the file to disk; errors that dropping would hide show here.
+    pub fn finish(self) -> Result<()> {
+        let path = self.path;
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = self.out.into_inner().map_err(|e| io(e.into_error()))?;
+        file.sync_all().map_err(io)
+    }
+
+    fn write_line(&mut self, line: &str) -> Result<()> {
+        writeln!(self.out, "{line}").map_err(|source| Error::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests::temp_dir;
+
+    fn stats(step: usize) -> StepStats {
+        let k = step as f64;
+        StepStats {
+            step,
+            time: 0.1 * (k + 1.0),
+            bodies: 10 + step,
+            contacts: 3 * step,
+            bilateral_rows: step,
+            iterations: 100 + step,
+            residual: 1e-9 / 3.0 * (k + 1.0),
+            max_penetration: 1.0 / 7.0 * k,
+            kinetic_energy: 12345.678901234567 + k,
+            collision_s: 2.5e-5,
+            solve_s: 0.1 + 0.2 + k,
+        }
+    }
+
+    /// Parses one CSV line back into statistics.
+    fn parse(line: &str) -> StepStats {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f.len(), 11, "{line}");
+        let int = |i: usize| f[i].parse::<usize>().unwrap();
+        let real = |i: usize| f[i].parse::<f64>().unwrap();
+        StepStats {
+            step: int(0),
+            time: real(1),
+            bodies: int(2),
+            contacts: int(3),
+            bilateral_rows: int(4),
+            iterations: int(5),
+            residual: real(6),
+            max_penetration: real(7),
+            kinetic_energy: real(8),
+            collision_s: real(9),
+            solve_s: real(10),
+        }
+    }
+
+    #[test]
+    fn rows_round_trip() {
+        let path = temp_dir("steps-csv").join("steps.csv");
+        let rows: Vec<StepStats> = (0..3).map(stats).collect();
+        let mut csv = StepsCsv::create(&path).unwrap();
+        for row in &rows {
+            csv.write(row).unwrap();
+        }
+        csv.finish().unwrap();
+
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some(
+                "step,time,bodies,contacts,bilateral_rows,iterations,residual,max_penetration,\
+                 kinetic_energy,collision_s,solve_s"
+            )
+        );
+        let back: Vec<StepStats> = lines.map(parse).collect();
+        assert_eq!(back, rows);
+    }
+
+    #[test]
+    fn header_names_the_fields_in_order() {
+        let json = serde_json::to_string(&StepStats::default()).unwrap();
+        let names: Vec<&str> = json
+            .trim_matches(['{', '}'])
+            .split(',')
+            .map(|kv| kv.split(':').next().unwrap().trim_matches('"'))
+            .collect();
+        assert_eq!(names.join(","), HEADER);
+    }
+
+    #[test]
+    fn create_in_a_missing_folder_names_the_file() {
+        let path = temp_dir("steps-csv-missing").join("no/such/steps.csv");
+        let err = StepsCsv::create(&path).unwrap_err();
+        assert!(matches!(err, Error::Io { path: p, .. } if p == path));
+    }
+}

@@ -1,0 +1,329 @@
+//! Frames for ParaView: legacy ASCII VTK files (one per frame) and the `.pvd` collection.
+//!
+//! A frame is an unstructured grid. Every sphere is one point with a `VTK_VERTEX` cell; draw
+//! the spheres with a Glyph filter (sphere glyph, scale by the point array `radius`, color by
+//! `speed`). Every box is a `VTK_HEXAHEDRON` cell on its 8 world-frame corners. Planes are
+//! infinite and are skipped. Arrays:
+//! - point data `radius` (sphere radius; 0 on box corners) and `speed` (the body's speed);
+//! - cell data `speed` (the body's speed) and `body` (the body's index in the scene).
+
+use std::io::Write;
+use std::path::Path;
+
+use nalgebra::Vector3;
+
+use super::{SceneView, box_corners, write_text_via_temp};
+use crate::error::Result;
+use crate::sim::Shape;
+
+/// VTK cell type of a single point.
+const VTK_VERTEX: u8 = 1;
+/// VTK cell type of a hexahedron.
+const VTK_HEXAHEDRON: u8 = 12;
+
+/// One cell of the grid: the body it stands for and its points.
+struct Cell {
+    body: usize,
+    kind: u8,
+    first_point: usize,
+    points: usize,
+}
+
+/// The grid of a frame, as the legacy format lists it.
+#[derive(Default)]
+struct Grid {
+    points: Vec<Vector3<f64>>,
+    radius: Vec<f64>,
+    point_speed: Vec<f64>,
+    cells: Vec<Cell>,
+    cell_speed: Vec<f64>,
+}
+
+impl Grid {
+    fn of(view: &SceneView) -> Self {
+        let mut grid = Grid::default();
+        for (body, (shape, pose, speed)) in view.bodies().enumerate() {
+            match shape {
+                Shape::Sphere { radius } => {
+                    grid.add(body, VTK_VERTEX, &[pose.position], *radius, speed);
+                }
+                Shape::Box { half_extents } => {
+                    grid.add(
+                        body,
+                        VTK_HEXAHEDRON,
+                        &box_corners(half_extents, pose),
+                        0.0,
+                        speed,
+                    );
+                }
+                Shape::Plane => {}
+            }
+        }
+        grid
+    }
+
+    fn add(&mut self, body: usize, kind: u8, points: &[Vector3<f64>], radius: f64, speed: f64) {
+        self.cells.push(Cell {
+            body,
+            kind,
+            first_point: self.points.len(),
+            points: points.len(),
+        });
+        self.cell_speed.push(speed);
+        self.points.extend_from_slice(points);
+        self.radius
+            .extend(std::iter::repeat_n(radius, points.len()));
+        self.point_speed
+            .extend(std::iter::repeat_n(speed, points.len()));
+    }
+
+    fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
+        writeln!(out, "# vtk DataFile Version 3.0")?;
+        writeln!(out, "signorini frame")?;
+        writeln!(out, "ASCII")?;
+        writeln!(out, "DATASET UNSTRUCTURED_GRID")?;
+        writeln!(out, "POINTS {} double", self.points.len())?;
+        for p in &self.points {
+            writeln!(out, "{} {} {}", p.x, p.y, p.z)?;
+        }
+        self.write_cells(out)?;
+        if !self.points.is_empty() {
+            writeln!(out, "POINT_DATA {}", self.points.len())?;
+            write_scalars(out, "radius", &self.radius)?;
+            write_scalars(out, "speed", &self.point_speed)?;
+        }
+        if !self.cells.is_empty() {
+            writeln!(out, "CELL_DATA {}", self.cells.len())?;
+            write_scalars(out, "speed", &self.cell_speed)?;
+            let bodies: Vec<usize> = self.cells.iter().map(|c| c.body).collect();
+            write_scalars(out, "body", &bodies)?;
+        }
+        Ok(())
+    }
+
+    fn write_cells(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let size: usize = self.cells.iter().map(|c| 1 + c.points).sum();
+        writeln!(out, "CELLS {} {size}", self.cells.len())?;
+        for cell in &self.cells {
+            write!(out, "{}", cell.points)?;
+            for i in cell.first_point..cell.first_point + cell.points {
+                write!(out, " {i}")?;
+            }
+            writeln!(out)?;
+        }
+        writeln!(out, "CELL_TYPES {}", self.cells.len())?;
+        for cell in &self.cells {
+            writeln!(out, "{}", cell.kind)?;
+        }
+        Ok(())
+    }
+}
+
+/// A scalar array, one value a line; the VTK type follows the Rust type.
+fn write_scalars<T: std::fmt::Display + VtkType>(
+    out: &mut impl Write,
+    name: &str,
+    values: &[T],
+) -> std::io::Result<()> {
+    writeln!(out, "SCALARS {name} {} 1", T::NAME)?;
+    writeln!(out, "LOOKUP_TABLE default")?;
+    for v in values {
+        writeln!(out, "{v}")?;
+    }
+    Ok(())
+}
+
+/// The name of a Rust number type in the legacy VTK format.
+trait VtkType {
+    const NAME: &'static str;
+}
+
+impl VtkType for f64 {
+    const NAME: &'static str = "double";
+}
+
+impl VtkType for usize {
+    const NAME: &'static str = "int";
+}
+
+/// Writes one frame of the scene as a legacy ASCII VTK unstructured grid (see the module doc
+/// for its cells and arrays). The file appears whole or not at all.
+pub fn write_vtk(path: &Path, view: &SceneView) -> Result<()> {
+    view.check()?;
+    let grid = Grid::of(view);
+    write_text_via_temp(path, |out| grid.write(out))
+}
+
+/// Writes a ParaView collection (`.pvd`) listing the frames `(time, file)`, where `file` is
+/// the frame's path relative to the collection's folder. The file appears whole or not at all.
+pub fn write_pvd(path: &Path, frames: &[(f64, String)]) -> Result<()> {
+    write_text_via_temp(path, |out| {
+        writeln!(out, r#"<?xml version="1.0"?>"#)?;
+        writeln!(
+            out,
+            r#"<VTKFile type="Collection" version="0.1" byte_order="LittleEndian">"#
+        )?;
+        writeln!(out, "  <Collection>")?;
+        for (time, file) in frames {
+            writeln!(
+                out,
+                r#"    <DataSet timestep="{time}" group="" part="0" file="{}"/>"#,
+                xml_escape(file)
+            )?;
+        }
+        writeln!(out, "  </Collection>")?;
+        writeln!(out, "</VTKFile>")
+    })
+}
+
+/// `text` with the characters that XML attributes reserve replaced by entities.
+fn xml_escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&apos;"),
+            _ => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests::temp_dir;
+    use crate::sim::Pose;
+    use nalgebra::UnitQuaternion;
+
+    /// The whitespace-separated tokens of a legacy VTK file, with a cursor.
+    struct Tokens<'a>(std::str::SplitWhitespace<'a>);
+
+    impl<'a> Tokens<'a> {
+        /// Skips to the keyword and returns the token after it.
+        fn after(&mut self, keyword: &str) -> &'a str {
+            self.0.by_ref().find(|t| *t == keyword).expect(keyword);
+            self.0.next().unwrap()
+        }
+
+        fn numbers<T: std::str::FromStr>(&mut self, n: usize) -> Vec<T>
+        where
+            T::Err: std::fmt::Debug,
+        {
+            (0..n)
+                .map(|_| self.0.next().unwrap().parse().unwrap())
+                .collect()
+        }
+    }
+
+    #[test]
+    fn frame_with_two_spheres_and_a_box() {
+        let rotation = UnitQuaternion::from_euler_angles(0.3, -0.2, 0.7);
+        let shapes = [
+            Shape::Sphere { radius: 0.5 },
+            Shape::Plane,
+            Shape::Box {
+                half_extents: [1.0, 0.5, 0.25],
+            },
+            Shape::Sphere { radius: 0.25 },
+        ];
+        let poses = [
+            Pose::at(Vector3::new(0.0, 0.0, 1.0)),
+            Pose::at(Vector3::zeros()),
+            Pose {
+                position: Vector3::new(3.0, 1.0, 2.0),
+                orientation: rotation,
+            },
+            Pose::at(Vector3::new(-1.0, 2.0, 0.25)),
+        ];
+        let speeds = [1.0, 0.0, 2.0, 3.0];
+        let view = SceneView {
+            shapes: &shapes,
+            poses: &poses,
+            speeds: &speeds,
+        };
+        let path = temp_dir("vtk-frame").join("frame.vtk");
+        write_vtk(&path, &view).unwrap();
+
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# vtk DataFile Version 3.0\n"));
+        assert!(text.contains("\nDATASET UNSTRUCTURED_GRID\n"));
+        let mut t = Tokens(text.split_whitespace());
+        assert_eq!(t.after("POINTS"), "10");
+        let _type = t.0.next();
+        let xyz: Vec<f64> = t.numbers(30);
+        // Points: sphere 0, the box's 8 corners, sphere 3.
+        assert_eq!(&xyz[0..3], &[0.0, 0.0, 1.0]);
+        let corner = poses[2].position + rotation * Vector3::new(-1.0, -0.5, -0.25);
+        for k in 0..3 {
+            assert!((xyz[3 + k] - corner[k]).abs() < 1e-12);
+        }
+        assert_eq!(&xyz[27..30], &[-1.0, 2.0, 0.25]);
+
+        assert_eq!(t.after("CELLS"), "3");
+        let size: usize = t.numbers(1)[0];
+        assert_eq!(size, 2 + 2 + 9);
+        let cells: Vec<usize> = t.numbers(size);
+        assert_eq!(cells, [1, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8, 1, 9]);
+        assert_eq!(t.after("CELL_TYPES"), "3");
+        assert_eq!(t.numbers::<u8>(3), [1, 12, 1]);
+
+        assert_eq!(t.after("POINT_DATA"), "10");
+        assert_eq!(t.after("SCALARS"), "radius");
+        assert_eq!(t.after("LOOKUP_TABLE"), "default");
+        let mut radius = vec![0.5];
+        radius.extend([0.0; 8]);
+        radius.push(0.25);
+        assert_eq!(t.numbers::<f64>(10), radius);
+
+        assert_eq!(t.after("CELL_DATA"), "3");
+        assert_eq!(t.after("SCALARS"), "speed");
+        assert_eq!(t.after("LOOKUP_TABLE"), "default");
+        assert_eq!(t.numbers::<f64>(3), [1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn hexahedron_has_positive_volume() {
+        // VTK's node order: the first face, seen from the fourth node's side, turns
+        // counter-clockwise, i.e. (p1 - p0) × (p3 - p0) points towards p4.
+        let pose = Pose {
+            position: Vector3::new(1.0, -2.0, 0.5),
+            orientation: UnitQuaternion::from_euler_angles(1.0, 0.4, -2.0),
+        };
+        let c = box_corners(&[0.3, 0.2, 0.1], &pose);
+        let n = (c[1] - c[0]).cross(&(c[3] - c[0]));
+        assert!(n.dot(&(c[4] - c[0])) > 0.0);
+    }
+
+    #[test]
+    fn collection_lists_the_frames() {
+        let path = temp_dir("vtk-pvd").join("run.pvd");
+        let frames = vec![
+            (0.0, "frames/frame_0000.vtk".to_string()),
+            (0.125, "frames/frame_0001.vtk".to_string()),
+            (0.25, "a&b.vtk".to_string()),
+        ];
+        write_pvd(&path, &frames).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        assert_eq!(lines[0], r#"<?xml version="1.0"?>"#);
+        assert!(lines[1].starts_with(r#"<VTKFile type="Collection""#));
+        assert_eq!(lines[2], "<Collection>");
+        assert_eq!(
+            lines[3],
+            r#"<DataSet timestep="0" group="" part="0" file="frames/frame_0000.vtk"/>"#
+        );
+        assert_eq!(
+            lines[4],
+            r#"<DataSet timestep="0.125" group="" part="0" file="frames/frame_0001.vtk"/>"#
+        );
+        assert_eq!(
+            lines[5],
+            r#"<DataSet timestep="0.25" group="" part="0" file="a&amp;b.vtk"/>"#
+        );
+        assert_eq!(&lines[6..], ["</Collection>", "</VTKFile>"]);
+    }
+}
