@@ -1,4 +1,4 @@
-//! The `signorini` command line: `solve` and `check` problem files.
+//! The `signorini` command line: `solve` and `check` problem files, `simulate` scenes.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,7 +8,8 @@ use serde_json::json;
 
 use signorini::problem::io::{self, Format};
 use signorini::problem::{FrictionModel, System};
-use signorini::registry;
+use indicatif::{ProgressBar, ProgressStyle};
+use signorini::{registry, sim};
 use signorini::solver::{Report, Settings};
 
 /// Cone complementarity solvers for non-smooth multibody dynamics.
@@ -55,6 +56,33 @@ enum Command {
         #[arg(long, default_value = "pgs")]
         solver: String,
     },
+    /// Simulate a scene: progress bar, `DIR/steps.csv`, PNG snapshots, optional VTK frames,
+    /// and a summary.
+    Simulate {
+        /// Scene file (TOML), e.g. `scenes/balls_in_box.toml`.
+        scene: PathBuf,
+        /// Number of steps (default: the scene's `run.steps`).
+        #[arg(long)]
+        steps: Option<usize>,
+        /// Solver name (default: the scene's `run.solver`).
+        #[arg(long)]
+        solver: Option<String>,
+        /// Override a scene value, e.g. `--set lattice.0.count=20000` (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+        sets: Vec<(String, String)>,
+        /// Output folder (default: `out/<scene name>`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Snapshot interval in steps, 0 for none (default: the scene's `run.snapshot_every`).
+        #[arg(long)]
+        snapshot_every: Option<usize>,
+        /// Also write VTK frames readable by ParaView (`frame_XXXX.vtk`, `frames.pvd`).
+        #[arg(long)]
+        vtk: bool,
+        /// Print one JSON object with the totals on stdout instead of the summary table.
+        #[arg(long)]
+        json_summary: bool,
+    },
     /// Run several solvers on one problem and compare them side by side.
     Check {
         #[command(flatten)]
@@ -75,8 +103,49 @@ fn main() -> ExitCode {
     }
 }
 
+fn parse_set(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .ok_or_else(|| format!("`{s}` is not KEY=VALUE"))
+}
+
 fn run(cli: Cli) -> signorini::Result<()> {
     match cli.command {
+        Command::Simulate {
+            scene,
+            steps,
+            solver,
+            sets,
+            out,
+            snapshot_every,
+            vtk,
+            json_summary,
+        } => {
+            let mut scene = sim::scene::load(&scene, &sets)?;
+            let solver = registry::solver(solver.as_deref().unwrap_or(&scene.run.solver))?;
+            let steps = steps.unwrap_or(scene.run.steps);
+            let outputs = sim::run::Outputs {
+                dir: out.unwrap_or_else(|| PathBuf::from("out").join(&scene.name)),
+                snapshot_every: snapshot_every.unwrap_or(scene.run.snapshot_every),
+                vtk,
+            };
+            let bar = ProgressBar::new(steps as u64).with_style(
+                ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} steps  {msg}  [{elapsed_precise} < {eta}]",
+                )
+                .expect("a valid template"),
+            );
+            let summary = sim::run::run(&mut scene, solver.as_ref(), steps, &outputs, |s| {
+                bar.set_message(format!("{} contacts, {} iterations", s.contacts, s.iterations));
+                bar.inc(1);
+            })?;
+            bar.finish_and_clear();
+            if json_summary {
+                println!("{}", serde_json::to_string(&summary).expect("serializable"));
+            } else {
+                print_summary(&summary, &outputs.dir);
+            }
+        }
         Command::Solve { options, solver } => {
             let (sys, settings) = prepare(&options)?;
             let report = registry::solver(&solver)?.solve(&sys, &settings)?;
@@ -207,4 +276,36 @@ fn print_table(sys: &System, reports: &[Report]) {
 
 fn col(reports: &[Report], f: impl Fn(&Report) -> f64) -> Vec<String> {
     reports.iter().map(|r| format!("{:.3e}", f(r))).collect()
+}
+
+fn print_summary(s: &sim::run::Summary, dir: &std::path::Path) {
+    let rows = [
+        ("scene", s.scene.clone()),
+        ("solver", s.solver.clone()),
+        ("bodies", s.bodies.to_string()),
+        ("steps", format!("{} ({:.3} s simulated)", s.steps, s.simulated_time)),
+        ("contacts (max)", s.max_contacts.to_string()),
+        ("bilateral rows", s.bilateral_rows.to_string()),
+        ("iterations", format!("{:.1} mean, {} max", s.mean_iterations, s.max_iterations)),
+        ("residual (max)", format!("{:.3e}", s.max_residual)),
+        ("penetration (max)", format!("{:.3e} m", s.max_penetration)),
+        ("kinetic energy", format!("{:.4e} J", s.final_kinetic_energy)),
+        ("wall time", format!("{:.3} s", s.wall_s)),
+        (
+            "  collision",
+            format!("{:.3} s ({:.0} %)", s.collision_s, 100.0 * s.collision_s / s.wall_s),
+        ),
+        (
+            "  solve",
+            format!("{:.3} s ({:.0} %)", s.solve_s, 100.0 * s.solve_s / s.wall_s),
+        ),
+        (
+            "  output",
+            format!("{:.3} s ({:.0} %)", s.output_s, 100.0 * s.output_s / s.wall_s),
+        ),
+        ("output", format!("{} ({} snapshots)", dir.display(), s.snapshots)),
+    ];
+    for (label, value) in rows {
+        println!("{label:<18} {value}");
+    }
 }

@@ -2,9 +2,14 @@
 //! turns a scene into one cone complementarity problem per step (DESIGN §5).
 
 pub mod body;
+pub mod collision;
 pub mod joint;
+pub mod run;
+pub mod scene;
 pub mod shape;
+pub mod world;
 
 pub use body::{Motion, Oscillation, RigidBody};
 pub use joint::{Joint, JointKind};
 pub use shape::{Pose, Shape};
+pub use world::{StepSettings, World};

@@ -8,9 +8,10 @@ use serde::Serialize;
 
 use super::scene::Scene;
 use crate::error::{Error, Result};
-use crate::report::snapshot::{SceneView, SnapshotSettings, write_snapshot};
-use crate::report::steps_csv::{StepStats, StepsCsv};
-use crate::report::vtk::{write_pvd, write_vtk};
+use crate::report::snapshot::fit_bounds;
+use crate::report::{
+    SceneView, SnapshotSettings, StepStats, StepsCsv, write_pvd, write_snapshot, write_vtk,
+};
 use crate::solver::Solver;
 
 /// What a run writes besides `steps.csv`.
@@ -95,7 +96,7 @@ pub fn run(
     let speeds = vec![0.0; shapes.len()];
     // One frame for the whole run: the bounds of the initial scene.
     let snapshot = SnapshotSettings {
-        bounds: Some(crate::report::snapshot::fit_bounds(&view(&shapes, &poses, &speeds))),
+        bounds: Some(fit_bounds(&view(&shapes, &poses, &speeds))),
         ..SnapshotSettings::default()
     };
     let mut frames = Vec::new();
