@@ -455,3 +455,279 @@ fn closest_points_of_segments((p1, q1): (V3, V3), (p2, q2): (V3, V3)) -> (V3, V3
     };
     (p1 + d1 * s, p2 + d2 * t)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nalgebra::UnitQuaternion;
+    use std::f64::consts::{FRAC_PI_4, SQRT_2};
+
+    const TOL: f64 = 1e-12;
+
+    fn pose(p: [f64; 3], q: UnitQuaternion<f64>) -> Pose {
+        Pose {
+            position: V3::from(p),
+            orientation: q,
+        }
+    }
+
+    fn rot(axis: V3, angle: f64) -> UnitQuaternion<f64> {
+        UnitQuaternion::from_scaled_axis(axis.normalize() * angle)
+    }
+
+    fn cube(h: f64) -> Shape {
+        Shape::Box {
+            half_extents: [h; 3],
+        }
+    }
+
+    fn close(a: V3, b: V3) -> bool {
+        (a - b).norm() < 1e-9
+    }
+
+    /// Checks the invariants every contact must satisfy.
+    fn check(c: &Contact) {
+        assert!((c.normal.norm() - 1.0).abs() < TOL, "unit normal");
+        let gap = (c.point_b - c.point_a).dot(&c.normal);
+        assert!((gap - c.distance).abs() < 1e-9, "distance = (pb − pa)·n");
+    }
+
+    fn contacts(shapes: &[Shape], poses: &[Pose], a: usize, b: usize, env: f64) -> Vec<Contact> {
+        let cs = collide(a, b, shapes, poses, env);
+        cs.iter().for_each(check);
+        cs
+    }
+
+    #[test]
+    fn sphere_sphere_gap_normal_and_surface_points() {
+        let shapes = [Shape::Sphere { radius: 1.0 }, Shape::Sphere { radius: 0.5 }];
+        let poses = [Pose::at(V3::zeros()), Pose::at(V3::new(1.0, 2.0, 2.0))];
+        // Asked in either order, A is the smaller index.
+        let cs = contacts(&shapes, &poses, 1, 0, 2.0);
+        assert_eq!(cs.len(), 1);
+        let c = cs[0];
+        assert_eq!((c.body_a, c.body_b), (0, 1));
+        let n = V3::new(1.0, 2.0, 2.0) / 3.0;
+        assert!((c.distance - 1.5).abs() < TOL); // |c2 − c1| − r1 − r2 = 3 − 1 − 0.5
+        assert!(close(c.normal, n));
+        assert!(close(c.point_a, n));
+        assert!(close(c.point_b, V3::new(1.0, 2.0, 2.0) - n * 0.5));
+        // Out of the envelope: nothing.
+        assert!(contacts(&shapes, &poses, 0, 1, 1.4).is_empty());
+    }
+
+    #[test]
+    fn sphere_sphere_penetration_and_coincident_centers() {
+        let shapes = [Shape::Sphere { radius: 1.0 }, Shape::Sphere { radius: 1.0 }];
+        let poses = [Pose::at(V3::zeros()), Pose::at(V3::new(0.0, -1.5, 0.0))];
+        let c = contacts(&shapes, &poses, 0, 1, 0.0)[0];
+        assert!((c.distance + 0.5).abs() < TOL);
+        assert!(close(c.normal, -V3::y()));
+        let poses = [Pose::at(V3::zeros()), Pose::at(V3::zeros())];
+        let c = contacts(&shapes, &poses, 0, 1, 0.0)[0];
+        assert!(close(c.normal, V3::z()));
+        assert!((c.distance + 2.0).abs() < TOL);
+    }
+
+    #[test]
+    fn sphere_on_a_30_degree_incline() {
+        let incline = rot(V3::x(), std::f64::consts::FRAC_PI_6);
+        // Plane after the sphere: the plane is still body A.
+        let shapes = [Shape::Sphere { radius: 0.5 }, Shape::Plane];
+        let origin = V3::new(1.0, 2.0, 3.0);
+        let n = V3::new(0.0, -0.5, 3f64.sqrt() / 2.0); // R_x(30°) ẑ
+        let tangent = V3::new(0.7, 3f64.sqrt() / 2.0, 0.5); // ⊥ n
+        let center = origin + n * 0.8 + tangent * 2.0;
+        let poses = [Pose::at(center), pose(origin.into(), incline)];
+        let cs = contacts(&shapes, &poses, 0, 1, 0.5);
+        assert_eq!(cs.len(), 1);
+        let c = cs[0];
+        assert_eq!((c.body_a, c.body_b), (1, 0));
+        assert!(close(c.normal, n));
+        assert!((c.distance - 0.3).abs() < 1e-12);
+        assert!(close(c.point_b, center - n * 0.5));
+        assert!(close(c.point_a, origin + tangent * 2.0));
+        assert!(contacts(&shapes, &poses, 0, 1, 0.29).is_empty());
+    }
+
+    #[test]
+    fn box_resting_on_a_plane_touches_by_its_four_bottom_corners() {
+        let shapes = [
+            Shape::Plane,
+            Shape::Box {
+                half_extents: [1.0, 0.5, 0.25],
+            },
+        ];
+        let poses = [
+            Pose::at(V3::zeros()),
+            pose([2.0, -1.0, 0.26], rot(V3::z(), 0.7)),
+        ];
+        let cs = contacts(&shapes, &poses, 1, 0, 0.05);
+        let features: Vec<u32> = cs.iter().map(|c| c.feature).collect();
+        assert_eq!(features, [0, 1, 2, 3]); // corners with z = −h
+        for c in &cs {
+            assert_eq!((c.body_a, c.body_b), (0, 1));
+            assert!((c.distance - 0.01).abs() < 1e-12);
+            assert!(close(c.normal, V3::z()));
+            assert!((c.point_b.z - 0.01).abs() < 1e-12 && c.point_a.z.abs() < 1e-12);
+            let k = c.feature as usize;
+            assert!(close(c.point_b, poses[1].to_world(&corner_local(&[1.0, 0.5, 0.25], k))));
+        }
+    }
+
+    #[test]
+    fn tilted_box_touches_a_plane_by_one_corner() {
+        // Body diagonal −(1,1,1) turned to −z: corner 0 is the lowest.
+        let diag = -V3::new(1.0, 1.0, 1.0).normalize();
+        let tilt = UnitQuaternion::rotation_between(&diag, &-V3::z()).expect("not opposite");
+        let half_diag = 0.75f64.sqrt();
+        let shapes = [Shape::Plane, cube(0.5)];
+        let poses = [Pose::at(V3::zeros()), pose([0.0, 0.0, half_diag - 0.02], tilt)];
+        let cs = contacts(&shapes, &poses, 0, 1, 0.1);
+        assert_eq!(cs.len(), 1);
+        assert_eq!(cs[0].feature, 0);
+        assert!((cs[0].distance + 0.02).abs() < 1e-12);
+    }
+
+    /// A box of half extents (1, 2, 3) at (1, 1, 1) turned 90° about z, and a sphere of
+    /// radius `r` at the body-frame point `local`.
+    fn sphere_near_box(local: [f64; 3], r: f64) -> (Contact, Pose) {
+        let shapes = [
+            Shape::Box {
+                half_extents: [1.0, 2.0, 3.0],
+            },
+            Shape::Sphere { radius: r },
+        ];
+        let bp = pose([1.0, 1.0, 1.0], rot(V3::z(), std::f64::consts::FRAC_PI_2));
+        let poses = [bp, Pose::at(bp.to_world(&V3::from(local)))];
+        let cs = contacts(&shapes, &poses, 0, 1, 1.0);
+        assert_eq!(cs.len(), 1);
+        (cs[0], bp)
+    }
+
+    #[test]
+    fn sphere_above_a_box_face() {
+        let (c, bp) = sphere_near_box([0.2, -0.5, 3.6], 0.5);
+        assert!((c.distance - 0.1).abs() < TOL);
+        assert!(close(c.normal, V3::z()));
+        assert!(close(c.point_a, bp.to_world(&V3::new(0.2, -0.5, 3.0))));
+    }
+
+    #[test]
+    fn sphere_near_a_box_edge() {
+        // Past the edge x = 1, z = 3 by (0.3, 0.4): center gap 0.5.
+        let (c, bp) = sphere_near_box([1.3, 0.5, 3.4], 0.2);
+        assert!((c.distance - 0.3).abs() < TOL);
+        assert!(close(c.normal, bp.orientation * V3::new(0.6, 0.0, 0.8)));
+        assert!(close(c.normal, V3::new(0.0, 0.6, 0.8))); // body x is world y
+        assert!(close(c.point_a, bp.to_world(&V3::new(1.0, 0.5, 3.0))));
+    }
+
+    #[test]
+    fn sphere_near_a_box_corner() {
+        let (c, bp) = sphere_near_box([1.2, -2.2, 3.1], 0.1);
+        assert!((c.distance - (0.09f64.sqrt() - 0.1)).abs() < TOL);
+        assert!(close(c.point_a, bp.to_world(&V3::new(1.0, -2.0, 3.0))));
+        assert!(close(c.normal, bp.orientation * V3::new(2.0, -2.0, 1.0) / 3.0));
+    }
+
+    #[test]
+    fn sphere_center_inside_a_box() {
+        // Nearest face is x = +1 (depth 0.1): pushed out along body x = world y.
+        let (c, bp) = sphere_near_box([0.9, 0.5, -1.0], 0.25);
+        assert!((c.distance + 0.35).abs() < TOL);
+        assert!(close(c.normal, V3::y()));
+        assert!(close(c.point_a, bp.to_world(&V3::new(1.0, 0.5, -1.0))));
+    }
+
+    #[test]
+    fn sphere_before_box_gets_the_flipped_normal() {
+        let shapes = [Shape::Sphere { radius: 0.5 }, cube(1.0)];
+        let poses = [Pose::at(V3::new(0.0, 0.0, 1.6)), Pose::at(V3::zeros())];
+        let c = contacts(&shapes, &poses, 1, 0, 0.5)[0];
+        assert_eq!((c.body_a, c.body_b), (0, 1));
+        assert!(close(c.normal, -V3::z()));
+        assert!(close(c.point_a, V3::new(0.0, 0.0, 1.1)));
+        assert!(close(c.point_b, V3::new(0.0, 0.0, 1.0)));
+        assert!((c.distance - 0.1).abs() < TOL);
+    }
+
+    #[test]
+    fn box_resting_on_a_larger_box_face_to_face() {
+        let shapes = [
+            Shape::Box {
+                half_extents: [2.0, 2.0, 0.5],
+            },
+            cube(0.5),
+        ];
+        let upper = pose([0.3, -0.2, 1.02], rot(V3::z(), 0.3));
+        let poses = [Pose::at(V3::zeros()), upper];
+        let cs = contacts(&shapes, &poses, 0, 1, 0.05);
+        assert_eq!(cs.len(), 4);
+        let bottom: Vec<V3> = (0..4).map(|k| upper.to_world(&corner_local(&[0.5; 3], k))).collect();
+        for c in &cs {
+            assert!((c.distance - 0.02).abs() < 1e-12);
+            assert!(close(c.normal, V3::z()));
+            assert!(bottom.iter().any(|&v| close(v, c.point_b)));
+            assert!((c.point_a.z - 0.5).abs() < 1e-12);
+        }
+        let mut features: Vec<u32> = cs.iter().map(|c| c.feature).collect();
+        features.dedup();
+        assert_eq!(features.len(), 4);
+        // Upper box first: the normal points down, from the upper box to the lower.
+        let cs = contacts(&[shapes[1], shapes[0]], &[poses[1], poses[0]], 0, 1, 0.05);
+        assert_eq!(cs.len(), 4);
+        assert!(cs.iter().all(|c| close(c.normal, -V3::z())));
+        assert!(cs.iter().all(|c| (c.point_b.z - 0.5).abs() < 1e-12));
+    }
+
+    #[test]
+    fn box_turned_45_degrees_on_a_box_gives_at_most_4_points_in_the_overlap() {
+        let shapes = [cube(1.0), cube(1.0)];
+        let poses = [
+            Pose::at(V3::zeros()),
+            pose([0.0, 0.0, 1.99], rot(V3::z(), FRAC_PI_4)),
+        ];
+        let cs = contacts(&shapes, &poses, 0, 1, 0.05);
+        // The overlap is an octagon (8 clipped points) reduced to 4.
+        assert_eq!(cs.len(), 4);
+        for c in &cs {
+            assert!((c.distance + 0.01).abs() < 1e-12);
+            assert!(close(c.normal, V3::z()));
+            let p = c.point_a;
+            let in_lower = p.x.abs() <= 1.0 + 1e-9 && p.y.abs() <= 1.0 + 1e-9;
+            let in_upper = p.x.abs() + p.y.abs() <= SQRT_2 + 1e-9;
+            assert!(in_lower && in_upper && (p.z - 1.0).abs() < 1e-12);
+        }
+        // The 4 points span the octagon: both diagonals are long.
+        let span = |d: V3| cs.iter().map(|c| c.point_a.dot(&d)).fold(f64::MIN, f64::max);
+        assert!(span(V3::x()) > 0.9 && span(-V3::x()) > 0.9 || span(V3::y()) > 0.9);
+    }
+
+    #[test]
+    fn crossing_edges_give_one_contact() {
+        // A's top is an edge along x at z = √2, B's bottom an edge along y at x = 0.3.
+        for gap in [0.03, -0.05] {
+            let shapes = [cube(1.0), cube(1.0)];
+            let poses = [
+                pose([0.0, 0.0, 0.0], rot(V3::x(), FRAC_PI_4)),
+                pose([0.3, 0.2, 2.0 * SQRT_2 + gap], rot(V3::y(), FRAC_PI_4)),
+            ];
+            let cs = contacts(&shapes, &poses, 0, 1, 0.05);
+            assert_eq!(cs.len(), 1);
+            let c = cs[0];
+            assert!((c.distance - gap).abs() < 1e-12);
+            assert!(close(c.normal, V3::z()));
+            assert!(close(c.point_a, V3::new(0.3, 0.0, SQRT_2)));
+            assert!(close(c.point_b, V3::new(0.3, 0.0, SQRT_2 + gap)));
+        }
+    }
+
+    #[test]
+    fn separated_boxes_give_nothing() {
+        let shapes = [cube(1.0), cube(1.0)];
+        let poses = [Pose::at(V3::zeros()), Pose::at(V3::new(2.2, 0.5, 0.0))];
+        assert!(contacts(&shapes, &poses, 0, 1, 0.1).is_empty());
+        assert_eq!(contacts(&shapes, &poses, 0, 1, 0.25).len(), 4);
+    }
+}
