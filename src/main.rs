@@ -163,17 +163,38 @@ fn print_table(sys: &System, reports: &[Report]) {
     let opt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.3e}"));
     let rows: Vec<(&str, Vec<String>)> = vec![
         ("solver", reports.iter().map(|r| r.solver.clone()).collect()),
-        ("status", reports.iter().map(|r| r.status.to_string()).collect()),
-        ("iterations", reports.iter().map(|r| r.iterations.to_string()).collect()),
-        ("time [s]", reports.iter().map(|r| format!("{:.3e}", r.time_s)).collect()),
+        (
+            "status",
+            reports.iter().map(|r| r.status.to_string()).collect(),
+        ),
+        (
+            "iterations",
+            reports.iter().map(|r| r.iterations.to_string()).collect(),
+        ),
+        (
+            "time [s]",
+            reports
+                .iter()
+                .map(|r| format!("{:.3e}", r.time_s))
+                .collect(),
+        ),
         ("natural map ∞", col(reports, |r| r.merit.natural_map_inf)),
         ("natural map 2", col(reports, |r| r.merit.natural_map_2)),
         ("complementarity", col(reports, |r| r.merit.complementarity)),
-        ("primal violation", col(reports, |r| r.merit.primal_violation)),
+        (
+            "primal violation",
+            col(reports, |r| r.merit.primal_violation),
+        ),
         ("dual violation", col(reports, |r| r.merit.dual_violation)),
         ("objective", col(reports, |r| r.merit.objective)),
-        ("siconos error", reports.iter().map(|r| opt(r.merit.siconos_error)).collect()),
-        ("fclib merit", reports.iter().map(|r| opt(r.merit.fclib_merit)).collect()),
+        (
+            "siconos error",
+            reports.iter().map(|r| opt(r.merit.siconos_error)).collect(),
+        ),
+        (
+            "fclib merit",
+            reports.iter().map(|r| opt(r.merit.fclib_merit)).collect(),
+        ),
     ];
     for (label, values) in rows {
         print!("{label:<18}");

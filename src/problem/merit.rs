@@ -117,9 +117,8 @@ pub fn evaluate(sys: &System, gamma: &[f64], friction: FrictionModel) -> Merit {
         dual_violation: dual,
         objective,
         siconos_error: siconos_error(sys, gamma, &u),
-        fclib_merit: (sys.class() == ProblemClass::Fc3d).then(|| {
-            coulomb_natural_map(sys, gamma, &u) / (1.0 + norm2(sys.r()).sqrt())
-        }),
+        fclib_merit: (sys.class() == ProblemClass::Fc3d)
+            .then(|| coulomb_natural_map(sys, gamma, &u) / (1.0 + norm2(sys.r()).sqrt())),
     }
 }
 

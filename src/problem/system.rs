@@ -179,7 +179,10 @@ impl GlobalParts {
         let mut rhs = vec![0.0; self.data.h.nrows];
         self.data.j.mul_transpose_vec(gamma, &mut rhs);
         rhs.iter_mut().zip(&self.data.f).for_each(|(a, f)| *a += f);
-        self.h_chol.solve(&DVector::from_vec(rhs)).as_slice().to_vec()
+        self.h_chol
+            .solve(&DVector::from_vec(rhs))
+            .as_slice()
+            .to_vec()
     }
 }
 

@@ -73,15 +73,27 @@ fn factored(f: &Factored, cones: &[Cone], m: usize) -> Result<()> {
                 ),
             ));
         }
-        if let Some(a) = body.inertia.iter().position(|j| !(j.is_finite() && *j > 0.0)) {
+        if let Some(a) = body
+            .inertia
+            .iter()
+            .position(|j| !(j.is_finite() && *j > 0.0))
+        {
             return Err(Error::invalid(
                 format!("bodies[{i}].inertia[{a}]"),
-                format!("is {}; moments of inertia must be finite and > 0", body.inertia[a]),
+                format!(
+                    "is {}; moments of inertia must be finite and > 0",
+                    body.inertia[a]
+                ),
             ));
         }
         finite(&format!("bodies[{i}].v_free"), &body.v_free)?;
     }
-    same_len("jacobians", f.jacobians.len(), cones.len(), "blocks in cones")?;
+    same_len(
+        "jacobians",
+        f.jacobians.len(),
+        cones.len(),
+        "blocks in cones",
+    )?;
     for (k, (jac, cone)) in f.jacobians.iter().zip(cones).enumerate() {
         if !(1..=2).contains(&jac.bodies.len()) {
             return Err(Error::invalid(

@@ -45,14 +45,14 @@ impl Format {
         let file = path.display().to_string();
         match path.extension().and_then(|e| e.to_str()) {
             Some("json") => Ok(Format::Json),
-            Some("dat") => SiconosKind::detect(path).map(Format::Siconos).ok_or_else(|| {
-                Error::UnknownFormat {
+            Some("dat") => SiconosKind::detect(path)
+                .map(Format::Siconos)
+                .ok_or_else(|| Error::UnknownFormat {
                     file,
                     message: "a Siconos .dat file whose name or folder does not tell its \
                               kind (lcp, mlcp, fc3d, gfc3d, gmp); give it with --format"
                         .into(),
-                }
-            }),
+                }),
             _ => Err(Error::UnknownFormat {
                 file,
                 message: "expected a .json or Siconos .dat file".into(),

@@ -231,7 +231,9 @@ fn gmp(t: &mut Tokens) -> Result<Parsed> {
     let mut start = 0;
     for (b, &end) in block_ends.iter().enumerate() {
         let rows = end - start;
-        let kind = t.size(&format!("the type of block {b} (0 LCP, 2 equality, 4 FC3D)"))?;
+        let kind = t.size(&format!(
+            "the type of block {b} (0 LCP, 2 equality, 4 FC3D)"
+        ))?;
         match kind {
             0 => cones.extend(std::iter::repeat_n(Cone::Unilateral, rows)),
             2 => cones.extend(std::iter::repeat_n(Cone::Bilateral { dim: 1 }, rows)),
@@ -374,7 +376,10 @@ impl<'a> Tokens<'a> {
         } else {
             Err(Error::Parse {
                 file: self.file.to_string(),
-                line: self.tokens.get(self.pos.saturating_sub(1)).map_or(1, |t| t.1),
+                line: self
+                    .tokens
+                    .get(self.pos.saturating_sub(1))
+                    .map_or(1, |t| t.1),
                 token: self.pos,
                 expected: format!("{what} of size {rows}×{cols}"),
                 found: format!("a {}×{} matrix", m.csr.nrows, m.csr.ncols),
@@ -415,9 +420,8 @@ impl<'a> Tokens<'a> {
             let e = self.size(&format!("{what}[{i}]"))?;
             let prev = ends.last().copied().unwrap_or(0);
             if e <= prev || e > total || (i + 1 == count && e != total) {
-                return Err(self.error_at_previous(&format!(
-                    "{what}: increasing offsets ending at {total}"
-                )));
+                return Err(self
+                    .error_at_previous(&format!("{what}: increasing offsets ending at {total}")));
             }
             ends.push(e);
         }
@@ -437,15 +441,13 @@ impl<'a> Tokens<'a> {
         let row_ends = self.increasing_ends(nbr, rows, &format!("{what} row offsets"))?;
         let col_ends = self.increasing_ends(nbc, cols, &format!("{what} column offsets"))?;
         if self.size("filled1")? != nbr + 1 {
-            return Err(self.error_at_previous(&format!(
-                "filled1 = number of block rows + 1 = {}",
-                nbr + 1
-            )));
+            return Err(self
+                .error_at_previous(&format!("filled1 = number of block rows + 1 = {}", nbr + 1)));
         }
         if self.size("filled2")? != nblocks {
-            return Err(self.error_at_previous(&format!(
-                "filled2 = number of stored blocks = {nblocks}"
-            )));
+            return Err(
+                self.error_at_previous(&format!("filled2 = number of stored blocks = {nblocks}"))
+            );
         }
         let mut rowptr = Vec::with_capacity(nbr + 1);
         for i in 0..=nbr {
@@ -470,7 +472,12 @@ impl<'a> Tokens<'a> {
         let mut triplets = Vec::new();
         for br in 0..nbr {
             let (r0, nr) = (start(&row_ends, br), row_ends[br] - start(&row_ends, br));
-            for (b, &bc) in colidx.iter().enumerate().take(rowptr[br + 1]).skip(rowptr[br]) {
+            for (b, &bc) in colidx
+                .iter()
+                .enumerate()
+                .take(rowptr[br + 1])
+                .skip(rowptr[br])
+            {
                 if self.size(&format!("the number of block {b}"))? != b {
                     return Err(self.error_at_previous(&format!("block number {b}")));
                 }

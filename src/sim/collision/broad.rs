@@ -177,7 +177,13 @@ impl Scene<'_> {
         let keys: Vec<usize> = entries.par_iter().map(|e| bucket(&e.cell, mask)).collect();
         let starts = bucket_starts(&keys, mask + 1);
         let mut next = starts.clone();
-        let mut sorted = vec![Entry { cell: [0; 3], body: 0 }; entries.len()];
+        let mut sorted = vec![
+            Entry {
+                cell: [0; 3],
+                body: 0
+            };
+            entries.len()
+        ];
         for (e, &k) in entries.iter().zip(&keys) {
             sorted[next[k]] = *e;
             next[k] += 1;
@@ -252,7 +258,8 @@ fn plane_pairs<'s>(
         .filter(move |&p| is_plane(p))
         .flat_map_iter(move |p| {
             (0..shapes.len())
-                .filter(move |&j| !is_plane(j) && !(is_static[p] && is_static[j]))
+                .filter(move |&j| !is_plane(j))
+                .filter(move |&j| !(is_static[p] && is_static[j]))
                 .map(move |j| (p, j))
         })
 }

@@ -134,7 +134,7 @@ fn plane_box(plane: &Pose, b: &Obb, envelope: f64) -> Vec<Hit> {
 /// Box (A) – sphere (B): the closest point of the box to the center; when the center is
 /// inside, the face of least penetration.
 fn box_sphere(b: &Obb, c: V3, r: f64) -> Hit {
-    let q = b.to_local(c);
+    let q = b.local_point(c);
     let h = V3::from(b.half);
     let clamped = q.zip_map(&h, |x, hi| x.clamp(-hi, hi));
     let (n_local, on_box, center_gap) = if clamped != q {
@@ -154,7 +154,7 @@ fn box_sphere(b: &Obb, c: V3, r: f64) -> Hit {
     let normal = b.rot * n_local;
     Hit {
         normal,
-        point_a: b.center + b.rot * on_box,
+        point_a: b.pose.position + b.rot * on_box,
         point_b: c - normal * r,
         distance: center_gap - r,
         feature: 0,
@@ -164,17 +164,16 @@ fn box_sphere(b: &Obb, c: V3, r: f64) -> Hit {
 /// An oriented box in the world frame.
 #[derive(Debug, Clone, Copy)]
 struct Obb {
-    center: V3,
     /// Body → world rotation; column `i` is the world direction of body axis `i`.
     rot: Matrix3<f64>,
     half: [f64; 3],
+    /// Center (the body origin) and orientation.
     pose: Pose,
 }
 
 impl Obb {
     fn new(pose: &Pose, half: [f64; 3]) -> Obb {
         Obb {
-            center: pose.position,
             rot: *pose.orientation.to_rotation_matrix().matrix(),
             half,
             pose: *pose,
@@ -188,20 +187,28 @@ impl Obb {
 
     /// Corner `k`: bit `i` of `k` set ⇔ coordinate `i` is `+half[i]`.
     fn corner(&self, k: usize) -> V3 {
-        self.center + self.rot * corner_local(&self.half, k)
+        self.pose.position + self.rot * corner_local(&self.half, k)
     }
 
-    fn to_local(&self, p: V3) -> V3 {
-        self.rot.transpose() * (p - self.center)
+    fn local_point(&self, p: V3) -> V3 {
+        self.rot.transpose() * (p - self.pose.position)
     }
 
     /// Half-width of the box's projection on the unit direction `l`: Σ h_i |a_i·l|.
     fn radius_along(&self, l: &V3) -> f64 {
-        (0..3).map(|i| self.half[i] * self.axis(i).dot(l).abs()).sum()
+        (0..3)
+            .map(|i| self.half[i] * self.axis(i).dot(l).abs())
+            .sum()
     }
 
     fn aabb(&self, margin: f64) -> Option<Aabb> {
-        Aabb::of(&Shape::Box { half_extents: self.half }, &self.pose, margin)
+        Aabb::of(
+            &Shape::Box {
+                half_extents: self.half,
+            },
+            &self.pose,
+            margin,
+        )
     }
 }
 
@@ -248,7 +255,7 @@ fn box_box(a: &Obb, b: &Obb, envelope: f64) -> Vec<Hit> {
 /// normal along it pointing from A to B. Faces of A win ties; faces of B and edges must beat
 /// the best so far by a small tolerance, so that resting contacts keep a face manifold.
 fn separating_axis(a: &Obb, b: &Obb) -> (Axis, f64, V3) {
-    let d = b.center - a.center;
+    let d = b.pose.position - a.pose.position;
     let min_half = |o: &Obb| o.half.iter().copied().fold(f64::INFINITY, f64::min);
     let tol = 1e-3 * (min_half(a) + min_half(b));
     let sep = |l: &V3| d.dot(l).abs() - a.radius_along(l) - b.radius_along(l);
@@ -299,14 +306,19 @@ struct ClipVertex {
 /// the envelope are kept, at most 4. `role` (0: reference is A, 1: B) enters the feature id.
 fn face_contact(r: &Obb, i: usize, inc: &Obb, n: V3, envelope: f64, role: u32) -> Vec<Hit> {
     let ref_face = face_id(i, r.axis(i).dot(&n));
-    let face_center = r.center + n * r.half[i];
+    let face_center = r.pose.position + n * r.half[i];
     let j = (0..3)
-        .max_by(|&x, &y| inc.axis(x).dot(&n).abs().total_cmp(&inc.axis(y).dot(&n).abs()))
+        .max_by(|&x, &y| {
+            inc.axis(x)
+                .dot(&n)
+                .abs()
+                .total_cmp(&inc.axis(y).dot(&n).abs())
+        })
         .unwrap_or(0);
     let inc_face = face_id(j, -inc.axis(j).dot(&n));
     let mut poly = incident_face(inc, j, inc_face);
     for (side, (w, h)) in side_planes(r, i).into_iter().enumerate() {
-        poly = clip(&poly, &w, h + w.dot(&r.center), side as u32);
+        poly = clip(&poly, &w, h + w.dot(&r.pose.position), side as u32);
     }
     let base = ((role * 6 + ref_face) * 6 + inc_face) * 64;
     let hits: Vec<Hit> = poly
@@ -421,7 +433,7 @@ fn edge_contact(a: &Obb, i: usize, b: &Obb, j: usize, n: V3) -> Hit {
 /// The edge of `b` parallel to axis `i` farthest along `dir` (end points) and its index among
 /// the 4 parallel edges (sign bits of the two other coordinates).
 fn support_edge(b: &Obb, i: usize, dir: &V3) -> ((V3, V3), u32) {
-    let mut mid = b.center;
+    let mut mid = b.pose.position;
     let mut index = 0;
     for (bit, k) in [(i + 1) % 3, (i + 2) % 3].into_iter().enumerate() {
         let positive = b.axis(k).dot(dir) >= 0.0;
@@ -571,7 +583,10 @@ mod tests {
             assert!(close(c.normal, V3::z()));
             assert!((c.point_b.z - 0.01).abs() < 1e-12 && c.point_a.z.abs() < 1e-12);
             let k = c.feature as usize;
-            assert!(close(c.point_b, poses[1].to_world(&corner_local(&[1.0, 0.5, 0.25], k))));
+            assert!(close(
+                c.point_b,
+                poses[1].to_world(&corner_local(&[1.0, 0.5, 0.25], k))
+            ));
         }
     }
 
@@ -582,7 +597,10 @@ mod tests {
         let tilt = UnitQuaternion::rotation_between(&diag, &-V3::z()).expect("not opposite");
         let half_diag = 0.75f64.sqrt();
         let shapes = [Shape::Plane, cube(0.5)];
-        let poses = [Pose::at(V3::zeros()), pose([0.0, 0.0, half_diag - 0.02], tilt)];
+        let poses = [
+            Pose::at(V3::zeros()),
+            pose([0.0, 0.0, half_diag - 0.02], tilt),
+        ];
         let cs = contacts(&shapes, &poses, 0, 1, 0.1);
         assert_eq!(cs.len(), 1);
         assert_eq!(cs[0].feature, 0);
@@ -628,7 +646,10 @@ mod tests {
         let (c, bp) = sphere_near_box([1.2, -2.2, 3.1], 0.1);
         assert!((c.distance - (0.09f64.sqrt() - 0.1)).abs() < TOL);
         assert!(close(c.point_a, bp.to_world(&V3::new(1.0, -2.0, 3.0))));
-        assert!(close(c.normal, bp.orientation * V3::new(2.0, -2.0, 1.0) / 3.0));
+        assert!(close(
+            c.normal,
+            bp.orientation * V3::new(2.0, -2.0, 1.0) / 3.0
+        ));
     }
 
     #[test]
@@ -664,7 +685,9 @@ mod tests {
         let poses = [Pose::at(V3::zeros()), upper];
         let cs = contacts(&shapes, &poses, 0, 1, 0.05);
         assert_eq!(cs.len(), 4);
-        let bottom: Vec<V3> = (0..4).map(|k| upper.to_world(&corner_local(&[0.5; 3], k))).collect();
+        let bottom: Vec<V3> = (0..4)
+            .map(|k| upper.to_world(&corner_local(&[0.5; 3], k)))
+            .collect();
         for c in &cs {
             assert!((c.distance - 0.02).abs() < 1e-12);
             assert!(close(c.normal, V3::z()));
@@ -700,7 +723,11 @@ mod tests {
             assert!(in_lower && in_upper && (p.z - 1.0).abs() < 1e-12);
         }
         // The 4 points span the octagon: both diagonals are long.
-        let span = |d: V3| cs.iter().map(|c| c.point_a.dot(&d)).fold(f64::MIN, f64::max);
+        let span = |d: V3| {
+            cs.iter()
+                .map(|c| c.point_a.dot(&d))
+                .fold(f64::MIN, f64::max)
+        };
         assert!(span(V3::x()) > 0.9 && span(-V3::x()) > 0.9 || span(V3::y()) > 0.9);
     }
 
