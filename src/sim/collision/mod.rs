@@ -65,7 +65,7 @@ pub fn detect(
             .par_iter()
             .flat_map_iter(|&(a, b)| narrow::collide(a, b, shapes, poses, envelope)),
     );
-    out.par_sort_unstable_by_key(|c| (c.body_a, c.body_b, c.feature));
+    out.par_sort_by_key(|c| (c.body_a, c.body_b, c.feature));
     CollisionStats {
         candidate_pairs: pairs.len(),
         contacts: out.len(),

@@ -172,6 +172,7 @@ struct Obb {
 }
 
 impl Obb {
+    /// The box of half extents `half` at `pose`.
     fn new(pose: &Pose, half: [f64; 3]) -> Obb {
         Obb {
             rot: *pose.orientation.to_rotation_matrix().matrix(),
@@ -190,6 +191,7 @@ impl Obb {
         self.pose.position + self.rot * corner_local(&self.half, k)
     }
 
+    /// A world point in the body frame.
     fn local_point(&self, p: V3) -> V3 {
         self.rot.transpose() * (p - self.pose.position)
     }
@@ -201,6 +203,7 @@ impl Obb {
             .sum()
     }
 
+    /// The world AABB inflated by `margin` (always `Some`: a box is not a plane).
     fn aabb(&self, margin: f64) -> Option<Aabb> {
         Aabb::of(
             &Shape::Box {
@@ -722,13 +725,12 @@ mod tests {
             let in_upper = p.x.abs() + p.y.abs() <= SQRT_2 + 1e-9;
             assert!(in_lower && in_upper && (p.z - 1.0).abs() < 1e-12);
         }
-        // The 4 points span the octagon: both diagonals are long.
-        let span = |d: V3| {
-            cs.iter()
-                .map(|c| c.point_a.dot(&d))
-                .fold(f64::MIN, f64::max)
-        };
-        assert!(span(V3::x()) > 0.9 && span(-V3::x()) > 0.9 || span(V3::y()) > 0.9);
+        // The 4 points span the octagon (diameter 2·√(1 + (√2 − 1)²) ≈ 2.16), not one side.
+        let diameter = cs
+            .iter()
+            .flat_map(|c| cs.iter().map(|d| (c.point_a - d.point_a).norm()))
+            .fold(0.0, f64::max);
+        assert!(diameter > 2.0, "{diameter}");
     }
 
     #[test]
