@@ -80,47 +80,47 @@ pub fn parse(text: &str, file: &str, name: &str, sets: &[(String, String)]) -> R
 /// Sets the value at a dotted path (`lattice.0.count`) of a TOML table, numbers indexing
 /// lists; the value is parsed as TOML, or taken as a string when it does not parse.
 fn set_path(table: &mut toml::Table, key: &str, value: &str) -> Result<(), String> {
-    use toml::Value;
     let value = toml::from_str::<toml::Table>(&format!("v = {value}"))
         .ok()
         .and_then(|mut t| t.remove("v"))
-        .unwrap_or_else(|| Value::String(value.to_string()));
-    let mut root = Value::Table(std::mem::take(table));
+        .unwrap_or_else(|| toml::Value::String(value.to_string()));
+    let mut root = toml::Value::Table(std::mem::take(table));
     let parts: Vec<&str> = key.split('.').collect();
-    let mut node = &mut root;
-    let mut result = Ok(());
-    for (i, part) in parts.iter().enumerate() {
-        let last = i + 1 == parts.len();
-        let index = part.parse::<usize>();
-        node = match (node, index) {
-            (Value::Table(t), _) if last => {
-                t.insert(part.to_string(), value.clone());
-                break;
-            }
-            (Value::Table(t), _) => t
-                .entry(part.to_string())
-                .or_insert_with(|| Value::Table(toml::Table::new())),
-            (Value::Array(items), Ok(k)) if k < items.len() => &mut items[k],
-            (Value::Array(items), _) => {
-                result = Err(format!(
-                    "`{part}`: expected an index below {} into the list",
-                    items.len()
-                ));
-                break;
-            }
-            _ => {
-                result = Err(format!("`{part}`: its parent is neither a table nor a list"));
-                break;
-            }
-        };
-        if last {
-            *node = value.clone();
-        }
-    }
-    if let Value::Table(t) = root {
+    let result = set_in(&mut root, &parts, value);
+    if let toml::Value::Table(t) = root {
         *table = t;
     }
     result
+}
+
+fn set_in(node: &mut toml::Value, parts: &[&str], value: toml::Value) -> Result<(), String> {
+    use toml::Value;
+    let (part, rest) = parts.split_first().ok_or("empty key")?;
+    let child = match node {
+        Value::Table(t) if rest.is_empty() => {
+            t.insert(part.to_string(), value);
+            return Ok(());
+        }
+        Value::Table(t) => t
+            .entry(part.to_string())
+            .or_insert_with(|| Value::Table(toml::Table::new())),
+        Value::Array(items) => {
+            let len = items.len();
+            let k = part
+                .parse::<usize>()
+                .ok()
+                .filter(|k| *k < len)
+                .ok_or_else(|| format!("`{part}`: expected an index below {len} into the list"))?;
+            &mut items[k]
+        }
+        _ => return Err(format!("`{part}`: its parent is neither a table nor a list")),
+    };
+    if rest.is_empty() {
+        *child = value;
+        Ok(())
+    } else {
+        set_in(child, rest, value)
+    }
 }
 
 /// The scene text, to turn byte spans and key paths into line numbers.
