@@ -306,3 +306,53 @@ fn plane_pairs<'s>(
                 .map(move |j| (p, j))
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ball(r: f64) -> Shape {
+        Shape::Sphere { radius: r }
+    }
+
+    #[test]
+    fn huge_box_pairs_with_the_small_bodies_it_touches_once_each() {
+        // A 2000-wide static floor box, small balls on it (one far off it), a medium box.
+        let mut shapes = vec![Shape::Box {
+            half_extents: [1000.0, 1000.0, 1.0],
+        }];
+        let mut poses = vec![Pose::at(Vector3::zeros())];
+        for k in 0..50 {
+            shapes.push(ball(0.1));
+            let x = -990.0 + 40.0 * k as f64;
+            poses.push(Pose::at(Vector3::new(x, 3.0 * x.sin(), 1.1)));
+        }
+        shapes.push(ball(0.1));
+        poses.push(Pose::at(Vector3::new(0.0, 0.0, 50.0)));
+        shapes.push(Shape::Box {
+            half_extents: [5.0; 3],
+        });
+        poses.push(Pose::at(Vector3::new(25.0, 0.0, 6.0)));
+        let mut is_static = vec![false; shapes.len()];
+        is_static[0] = true;
+        let pairs = candidate_pairs(&shapes, &poses, &is_static, 0.01);
+        let mut expected: Vec<(usize, usize)> = (1..=50).map(|j| (0, j)).collect();
+        expected.push((0, 52));
+        assert_eq!(pairs, expected);
+    }
+
+    #[test]
+    fn levels_and_cells_cover_each_body_with_at_most_two_cells_per_axis() {
+        let grid = Grid { base: 0.3 };
+        for size in [0.01, 0.3, 0.31, 7.0, 1e6] {
+            let b = Aabb {
+                min: Vector3::repeat(-0.123),
+                max: Vector3::repeat(size - 0.123),
+            };
+            let level = grid.level_of(&b);
+            assert!(grid.base * 2f64.powi(level as i32) >= size);
+            assert!(level == 0 || grid.base * 2f64.powi(level as i32 - 1) < size);
+            assert!(grid.keys(level, &b).count() <= 8);
+        }
+    }
+}
