@@ -1,18 +1,24 @@
-//! Broad phase: a uniform grid over the axis-aligned bounding boxes (AABBs) of the non-plane
-//! shapes. Bodies are counting-sorted into hashed cells; two bodies are a candidate pair when
-//! their AABBs overlap, and the pair is emitted once, from the cell that holds the min corner
-//! of the intersection of the two AABBs. Bodies covering too many cells are kept out of the
-//! grid and tested against every body directly; planes (infinite) are paired with every
-//! other non-plane body.
+//! Broad phase: a hierarchical uniform grid over the axis-aligned bounding boxes (AABBs) of
+//! the non-plane shapes.
+//!
+//! Level `k` has cubic cells of side `base·2^k`, `base` being the median AABB size; a body is
+//! put in the finest level whose cells are at least its size, so it covers at most 2 cells
+//! per axis whatever its size (large bodies do not flood the grid). The (level, cell, body)
+//! entries are counting-sorted into hashed buckets. Two bodies are a candidate pair when
+//! their AABBs overlap; the pair is emitted once, from the cell (at the coarser of the two
+//! levels) that holds the min corner of the intersection of the two AABBs: pairs within a
+//! level are found in the shared cells, pairs across levels by the finer body looking up the
+//! coarser levels. Each body does a bounded number of look-ups per level, so the work is
+//! linear in the number of bodies plus the number of overlapping pairs. Planes (infinite)
+//! are paired with every non-plane body directly.
 
 use nalgebra::Vector3;
 use rayon::prelude::*;
 
 use crate::sim::{Pose, Shape};
 
-/// A body covering more cells than this is "large": it is tested against all bodies instead
-/// of being inserted in the grid (keeps the grid linear in the number of bodies).
-const MAX_CELLS_PER_BODY: i64 = 216;
+/// Levels above this are clamped (absurd size ratios only).
+const MAX_LEVEL: u32 = 2048;
 
 /// An axis-aligned bounding box, world frame.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,50 +54,131 @@ impl Aabb {
     fn size(&self) -> f64 {
         (self.max - self.min).max()
     }
+
+    /// Whether all bounds are finite numbers.
+    fn is_finite(&self) -> bool {
+        self.min
+            .iter()
+            .chain(self.max.iter())
+            .all(|x| x.is_finite())
+    }
 }
 
-/// Integer coordinates of a grid cell.
-type Cell = [i64; 3];
+/// A grid cell: its level and integer coordinates within the level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Key {
+    level: u32,
+    cell: [i64; 3],
+}
 
-/// The uniform grid: cells are cubes of side `cell`, cell `c` spans `[c·cell, (c+1)·cell)`.
+/// The hierarchical grid geometry: cell `c` of level `k` spans `[c·s, (c+1)·s)`,
+/// `s = base·2^k`.
 struct Grid {
-    cell: f64,
+    base: f64,
 }
 
 impl Grid {
-    /// The cell holding point `p`.
-    fn cell_of(&self, p: &Vector3<f64>) -> Cell {
-        // `as` saturates (and maps NaN to 0): no overflow on wild positions.
-        [0, 1, 2].map(|i| (p[i] / self.cell).floor() as i64)
+    /// The finest level whose cell side is at least the size of `b`.
+    fn level_of(&self, b: &Aabb) -> u32 {
+        let k = (b.size() / self.base).log2().ceil();
+        // `as` saturates (NaN ↦ 0).
+        if k > 0.0 {
+            (k as u32).min(MAX_LEVEL)
+        } else {
+            0
+        }
     }
 
-    /// First and last cells covered by `b`, and their number (saturating).
-    fn range(&self, b: &Aabb) -> (Cell, Cell, i64) {
-        let (lo, hi) = (self.cell_of(&b.min), self.cell_of(&b.max));
-        let count = (0..3).fold(1i64, |n, i| {
-            n.saturating_mul(hi[i].saturating_sub(lo[i]).saturating_add(1))
-        });
-        (lo, hi, count)
+    /// The cell of `level` holding point `p`.
+    fn key_of(&self, level: u32, p: &Vector3<f64>) -> Key {
+        let side = self.base * 2f64.powi(level as i32);
+        Key {
+            level,
+            // `as` saturates: no overflow on far-away positions.
+            cell: [0, 1, 2].map(|i| (p[i] / side).floor() as i64),
+        }
+    }
+
+    /// The cells of `level` covered by `b` (a few: `b` is at most one cell wide there).
+    fn keys(&self, level: u32, b: &Aabb) -> impl Iterator<Item = Key> + use<> {
+        let (lo, hi) = (
+            self.key_of(level, &b.min).cell,
+            self.key_of(level, &b.max).cell,
+        );
+        (lo[0]..=hi[0]).flat_map(move |x| {
+            (lo[1]..=hi[1]).flat_map(move |y| {
+                (lo[2]..=hi[2]).map(move |z| Key {
+                    level,
+                    cell: [x, y, z],
+                })
+            })
+        })
     }
 }
 
 /// Hash of a cell into a table of `mask + 1` buckets (a power of two).
-fn bucket(c: &Cell, mask: usize) -> usize {
+fn bucket(k: &Key, mask: usize) -> usize {
+    let c = k.cell;
     let h = (c[0] as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
         ^ (c[1] as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
-        ^ (c[2] as u64).wrapping_mul(0x1656_67B1_9E37_79F9);
+        ^ (c[2] as u64).wrapping_mul(0x1656_67B1_9E37_79F9)
+        ^ u64::from(k.level).wrapping_mul(0x27D4_EB2F_1656_67C5);
     ((h ^ (h >> 29)) as usize) & mask
 }
 
 /// One body in one cell.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
-    cell: Cell,
+    key: Key,
     body: usize,
 }
 
+/// The entries counting-sorted by bucket: bucket `b` is `sorted[starts[b]..starts[b + 1]]`.
+struct Table {
+    sorted: Vec<Entry>,
+    starts: Vec<usize>,
+    mask: usize,
+}
+
+impl Table {
+    fn new(entries: &[Entry]) -> Table {
+        let mask = (2 * entries.len()).next_power_of_two() - 1;
+        let buckets: Vec<usize> = entries.par_iter().map(|e| bucket(&e.key, mask)).collect();
+        let mut starts = vec![0; mask + 2];
+        for &b in &buckets {
+            starts[b + 1] += 1;
+        }
+        for b in 0..=mask {
+            starts[b + 1] += starts[b];
+        }
+        let mut next = starts.clone();
+        let mut sorted = entries.to_vec();
+        for (e, &b) in entries.iter().zip(&buckets) {
+            sorted[next[b]] = *e;
+            next[b] += 1;
+        }
+        Table {
+            sorted,
+            starts,
+            mask,
+        }
+    }
+
+    /// The entries of bucket `b` (possibly of several cells).
+    fn bucket(&self, b: usize) -> &[Entry] {
+        &self.sorted[self.starts[b]..self.starts[b + 1]]
+    }
+
+    /// The bodies in cell `key`.
+    fn bodies_in(&self, key: Key) -> impl Iterator<Item = usize> + '_ {
+        let entries = self.bucket(bucket(&key, self.mask));
+        entries.iter().filter(move |e| e.key == key).map(|e| e.body)
+    }
+}
+
 /// Candidate pairs for the narrow phase, sorted: `(plane, other)` for planes, `(i, j)` with
-/// `i < j` otherwise; pairs of two static bodies and plane–plane pairs are left out.
+/// `i < j` otherwise; pairs of two static bodies and plane–plane pairs are left out, and so
+/// are bodies with a non-finite pose.
 pub(crate) fn candidate_pairs(
     shapes: &[Shape],
     poses: &[Pose],
@@ -101,150 +188,106 @@ pub(crate) fn candidate_pairs(
     let aabbs: Vec<Option<Aabb>> = shapes
         .par_iter()
         .zip(poses.par_iter())
-        .map(|(s, p)| Aabb::of(s, p, envelope))
+        .map(|(s, p)| Aabb::of(s, p, envelope).filter(Aabb::is_finite))
+        .collect();
+    let grid = Grid {
+        base: base_cell(&aabbs),
+    };
+    let levels: Vec<Option<u32>> = aabbs
+        .par_iter()
+        .map(|b| b.as_ref().map(|b| grid.level_of(b)))
         .collect();
     let scene = Scene {
         aabbs: &aabbs,
         is_static,
+        grid,
     };
-    let grid = Grid {
-        cell: cell_size(&aabbs),
-    };
-    let (entries, large): (Vec<Entry>, Vec<usize>) = scene.entries(&grid);
-    let mut pairs = scene.grid_pairs(&grid, &entries);
-    pairs.par_extend(scene.large_pairs(&large));
+    let entries: Vec<Entry> = (0..aabbs.len())
+        .into_par_iter()
+        .filter_map(|i| Some((i, aabbs[i]?, levels[i]?)))
+        .flat_map_iter(|(body, b, level)| {
+            scene
+                .grid
+                .keys(level, &b)
+                .map(move |key| Entry { key, body })
+        })
+        .collect();
+    let table = Table::new(&entries);
+    let mut pairs: Vec<(usize, usize)> = (0..=table.mask)
+        .into_par_iter()
+        .flat_map_iter(|b| scene.same_level_pairs(table.bucket(b)))
+        .collect();
+    let mut used: Vec<u32> = levels.iter().flatten().copied().collect();
+    used.sort_unstable();
+    used.dedup();
+    pairs.par_extend((0..aabbs.len()).into_par_iter().flat_map_iter(|i| {
+        let coarser = levels[i].map_or(&used[used.len()..], |k| {
+            &used[used.partition_point(|&m| m <= k)..]
+        });
+        scene.cross_level_pairs(i, coarser, &table)
+    }));
     pairs.par_extend(plane_pairs(shapes, is_static));
     pairs.par_sort_unstable();
     pairs
 }
 
-/// Cell side: the median AABB size, so that a typical body covers at most 8 cells.
-fn cell_size(aabbs: &[Option<Aabb>]) -> f64 {
+/// Side of the level-0 cells: the median AABB size.
+fn base_cell(aabbs: &[Option<Aabb>]) -> f64 {
     let mut sizes: Vec<f64> = aabbs.iter().flatten().map(Aabb::size).collect();
     if sizes.is_empty() {
         return 1.0;
     }
     let mid = sizes.len() / 2;
     let (_, median, _) = sizes.select_nth_unstable_by(mid, f64::total_cmp);
-    if median.is_finite() && *median > 0.0 {
-        *median
-    } else {
-        1.0
-    }
+    if *median > 0.0 { *median } else { 1.0 }
 }
 
-/// The bounding boxes (`None` = plane) and static flags of all bodies.
+/// The bounding boxes (`None` = plane or non-finite) and static flags of all bodies, and the
+/// grid.
 struct Scene<'a> {
     aabbs: &'a [Option<Aabb>],
     is_static: &'a [bool],
+    grid: Grid,
 }
 
 impl Scene<'_> {
-    /// Whether `i` and `j` (both non-planes) must be tested: not both static, AABBs overlap.
-    fn candidate(&self, i: usize, j: usize, a: &Aabb, b: &Aabb) -> bool {
-        !(self.is_static[i] && self.is_static[j]) && a.overlaps(b)
+    /// The pair `(min, max)` of bodies `i`, `j` found in cell `key`, if they must be tested
+    /// (not both static, AABBs overlap) and `key` is the cell of the min corner of the
+    /// intersection of their AABBs at `key`'s level (so the pair comes from one cell only).
+    fn pair_in(&self, key: Key, i: usize, j: usize) -> Option<(usize, usize)> {
+        let (a, b) = (self.aabbs[i]?, self.aabbs[j]?);
+        let fresh = !(self.is_static[i] && self.is_static[j])
+            && a.overlaps(&b)
+            && self.grid.key_of(key.level, &a.min.sup(&b.min)) == key;
+        fresh.then_some((i.min(j), i.max(j)))
     }
 
-    /// The (cell, body) entries of the bodies that fit the grid, and the large bodies.
-    fn entries(&self, grid: &Grid) -> (Vec<Entry>, Vec<usize>) {
-        let ranges: Vec<Option<(Cell, Cell, i64)>> = self
-            .aabbs
-            .par_iter()
-            .map(|b| b.as_ref().map(|b| grid.range(b)))
-            .collect();
-        let large = (0..ranges.len())
-            .filter(|&i| matches!(ranges[i], Some((_, _, n)) if n > MAX_CELLS_PER_BODY))
-            .collect();
-        let entries = ranges
-            .par_iter()
-            .enumerate()
-            .filter_map(|(body, r)| r.filter(|r| r.2 <= MAX_CELLS_PER_BODY).map(|r| (body, r)))
-            .flat_map_iter(|(body, (lo, hi, _))| {
-                let cells = (lo[0]..=hi[0]).flat_map(move |x| {
-                    (lo[1]..=hi[1]).flat_map(move |y| (lo[2]..=hi[2]).map(move |z| [x, y, z]))
-                });
-                cells.map(move |cell| Entry { cell, body })
-            })
-            .collect();
-        (entries, large)
-    }
-
-    /// Pairs found in the grid: entries counting-sorted by bucket, then every two entries of
-    /// the same cell whose AABBs overlap, emitted only from the cell holding the min corner
-    /// of the intersection (exactly one cell per overlapping pair).
-    fn grid_pairs(&self, grid: &Grid, entries: &[Entry]) -> Vec<(usize, usize)> {
-        let mask = (2 * entries.len()).next_power_of_two().max(1) - 1;
-        let keys: Vec<usize> = entries.par_iter().map(|e| bucket(&e.cell, mask)).collect();
-        let starts = bucket_starts(&keys, mask + 1);
-        let mut next = starts.clone();
-        let mut sorted = vec![
-            Entry {
-                cell: [0; 3],
-                body: 0
-            };
-            entries.len()
-        ];
-        for (e, &k) in entries.iter().zip(&keys) {
-            sorted[next[k]] = *e;
-            next[k] += 1;
-        }
-        (0..=mask)
-            .into_par_iter()
-            .flat_map_iter(|k| self.pairs_in_bucket(grid, &sorted[starts[k]..starts[k + 1]]))
-            .collect()
-    }
-
-    /// Pairs among the entries of one bucket (which may hold several cells).
-    fn pairs_in_bucket(&self, grid: &Grid, es: &[Entry]) -> Vec<(usize, usize)> {
+    /// Pairs of bodies of the same level sharing a cell, among the entries of one bucket.
+    fn same_level_pairs(&self, es: &[Entry]) -> Vec<(usize, usize)> {
         let mut pairs = Vec::new();
         for (x, ex) in es.iter().enumerate() {
-            for ey in &es[x + 1..] {
-                if ex.cell != ey.cell {
-                    continue;
-                }
-                let (i, j) = (ex.body.min(ey.body), ex.body.max(ey.body));
-                let (a, b) = (self.aabb(i), self.aabb(j));
-                if self.candidate(i, j, &a, &b) && grid.cell_of(&a.min.sup(&b.min)) == ex.cell {
-                    pairs.push((i, j));
-                }
+            for ey in es[x + 1..].iter().filter(|ey| ey.key == ex.key) {
+                pairs.extend(self.pair_in(ex.key, ex.body, ey.body));
             }
         }
         pairs
     }
 
-    /// Pairs of a large body with every other non-plane body (a pair of two large bodies
-    /// once, from the smaller index).
-    fn large_pairs<'s>(
+    /// Pairs of body `i` with the bodies of the coarser `levels`, looked up in the cells of
+    /// those levels that `i` covers.
+    fn cross_level_pairs<'s>(
         &'s self,
-        large: &'s [usize],
-    ) -> impl ParallelIterator<Item = (usize, usize)> + 's {
-        large.par_iter().flat_map_iter(move |&l| {
-            let a = self.aabb(l);
-            (0..self.aabbs.len()).filter_map(move |j| {
-                let b = self.aabbs[j]?;
-                let other_large = large.binary_search(&j).is_ok();
-                let fresh = j != l && (!other_large || l < j);
-                (fresh && self.candidate(l, j, &a, &b)).then(|| (l.min(j), l.max(j)))
-            })
-        })
+        i: usize,
+        levels: &'s [u32],
+        table: &'s Table,
+    ) -> impl Iterator<Item = (usize, usize)> + 's {
+        let b = self.aabbs[i];
+        levels
+            .iter()
+            .flat_map(move |&m| b.into_iter().flat_map(move |b| self.grid.keys(m, &b)))
+            .flat_map(move |key| table.bodies_in(key).map(move |j| (key, j)))
+            .filter_map(move |(key, j)| self.pair_in(key, i, j))
     }
-
-    /// The AABB of a non-plane body.
-    fn aabb(&self, i: usize) -> Aabb {
-        self.aabbs[i].expect("planes are not in the grid")
-    }
-}
-
-/// Exclusive prefix sums of the bucket counts: bucket `k` holds `starts[k]..starts[k + 1]`.
-fn bucket_starts(keys: &[usize], buckets: usize) -> Vec<usize> {
-    let mut starts = vec![0; buckets + 1];
-    for &k in keys {
-        starts[k + 1] += 1;
-    }
-    for k in 0..buckets {
-        starts[k + 1] += starts[k];
-    }
-    starts
 }
 
 /// Every plane with every non-plane body, unless both are static.
@@ -262,4 +305,54 @@ fn plane_pairs<'s>(
                 .filter(move |&j| !(is_static[p] && is_static[j]))
                 .map(move |j| (p, j))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ball(r: f64) -> Shape {
+        Shape::Sphere { radius: r }
+    }
+
+    #[test]
+    fn huge_box_pairs_with_the_small_bodies_it_touches_once_each() {
+        // A 2000-wide static floor box, small balls on it (one far off it), a medium box.
+        let mut shapes = vec![Shape::Box {
+            half_extents: [1000.0, 1000.0, 1.0],
+        }];
+        let mut poses = vec![Pose::at(Vector3::zeros())];
+        for k in 0..50 {
+            shapes.push(ball(0.1));
+            let x = -990.0 + 40.0 * k as f64;
+            poses.push(Pose::at(Vector3::new(x, 3.0 * x.sin(), 1.1)));
+        }
+        shapes.push(ball(0.1));
+        poses.push(Pose::at(Vector3::new(0.0, 0.0, 50.0)));
+        shapes.push(Shape::Box {
+            half_extents: [5.0; 3],
+        });
+        poses.push(Pose::at(Vector3::new(25.0, 0.0, 6.0)));
+        let mut is_static = vec![false; shapes.len()];
+        is_static[0] = true;
+        let pairs = candidate_pairs(&shapes, &poses, &is_static, 0.01);
+        let mut expected: Vec<(usize, usize)> = (1..=50).map(|j| (0, j)).collect();
+        expected.push((0, 52));
+        assert_eq!(pairs, expected);
+    }
+
+    #[test]
+    fn levels_and_cells_cover_each_body_with_at_most_two_cells_per_axis() {
+        let grid = Grid { base: 0.3 };
+        for size in [0.01, 0.3, 0.31, 7.0, 1e6] {
+            let b = Aabb {
+                min: Vector3::repeat(-0.123),
+                max: Vector3::repeat(size - 0.123),
+            };
+            let level = grid.level_of(&b);
+            assert!(grid.base * 2f64.powi(level as i32) >= size);
+            assert!(level == 0 || grid.base * 2f64.powi(level as i32 - 1) < size);
+            assert!(grid.keys(level, &b).count() <= 8);
+        }
+    }
 }
