@@ -32,3 +32,7 @@ pub mod sim;
 pub mod solver;
 
 pub use error::{Error, Result};
+
+/// Smallest number of items (rows, blocks, bodies) a rayon task gets: below it a loop runs on
+/// the calling thread, so small problems pay no thread hand-offs.
+pub const PAR_MIN_ITEMS: usize = 256;

@@ -6,11 +6,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
+use indicatif::{ProgressBar, ProgressStyle};
 use signorini::problem::io::{self, Format};
 use signorini::problem::{FrictionModel, System};
-use indicatif::{ProgressBar, ProgressStyle};
-use signorini::{registry, sim};
 use signorini::solver::{Report, Settings};
+use signorini::{registry, sim};
 
 /// Cone complementarity solvers for non-smooth multibody dynamics.
 #[derive(Parser)]
@@ -136,7 +136,10 @@ fn run(cli: Cli) -> signorini::Result<()> {
                 .expect("a valid template"),
             );
             let summary = sim::run::run(&mut scene, solver.as_ref(), steps, &outputs, |s| {
-                bar.set_message(format!("{} contacts, {} iterations", s.contacts, s.iterations));
+                bar.set_message(format!(
+                    "{} contacts, {} iterations",
+                    s.contacts, s.iterations
+                ));
                 bar.inc(1);
             })?;
             bar.finish_and_clear();
@@ -283,17 +286,30 @@ fn print_summary(s: &sim::run::Summary, dir: &std::path::Path) {
         ("scene", s.scene.clone()),
         ("solver", s.solver.clone()),
         ("bodies", s.bodies.to_string()),
-        ("steps", format!("{} ({:.3} s simulated)", s.steps, s.simulated_time)),
+        (
+            "steps",
+            format!("{} ({:.3} s simulated)", s.steps, s.simulated_time),
+        ),
         ("contacts (max)", s.max_contacts.to_string()),
         ("bilateral rows", s.bilateral_rows.to_string()),
-        ("iterations", format!("{:.1} mean, {} max", s.mean_iterations, s.max_iterations)),
+        (
+            "iterations",
+            format!("{:.1} mean, {} max", s.mean_iterations, s.max_iterations),
+        ),
         ("residual (max)", format!("{:.3e}", s.max_residual)),
         ("penetration (max)", format!("{:.3e} m", s.max_penetration)),
-        ("kinetic energy", format!("{:.4e} J", s.final_kinetic_energy)),
+        (
+            "kinetic energy",
+            format!("{:.4e} J", s.final_kinetic_energy),
+        ),
         ("wall time", format!("{:.3} s", s.wall_s)),
         (
             "  collision",
-            format!("{:.3} s ({:.0} %)", s.collision_s, 100.0 * s.collision_s / s.wall_s),
+            format!(
+                "{:.3} s ({:.0} %)",
+                s.collision_s,
+                100.0 * s.collision_s / s.wall_s
+            ),
         ),
         (
             "  solve",
@@ -301,9 +317,16 @@ fn print_summary(s: &sim::run::Summary, dir: &std::path::Path) {
         ),
         (
             "  output",
-            format!("{:.3} s ({:.0} %)", s.output_s, 100.0 * s.output_s / s.wall_s),
+            format!(
+                "{:.3} s ({:.0} %)",
+                s.output_s,
+                100.0 * s.output_s / s.wall_s
+            ),
         ),
-        ("output", format!("{} ({} snapshots)", dir.display(), s.snapshots)),
+        (
+            "output",
+            format!("{} ({} snapshots)", dir.display(), s.snapshots),
+        ),
     ];
     for (label, value) in rows {
         println!("{label:<18} {value}");

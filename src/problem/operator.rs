@@ -124,17 +124,20 @@ impl FactoredOperator {
 
     /// `w = M⁻¹ Jᵀ γ`, 6 entries per body, bodies in parallel.
     pub fn impulse_to_velocity(&self, gamma: &[f64], w: &mut [f64]) {
-        w.par_chunks_mut(6).enumerate().for_each(|(body, wb)| {
-            wb.fill(0.0);
-            for &(k, s) in &self.links[self.links_ptr[body]..self.links_ptr[body + 1]] {
-                let g = &gamma[self.offsets[k]..self.offsets[k + 1]];
-                for (row, gr) in self.side_rows(&self.minv_jac, k, s).iter().zip(g) {
-                    for c in 0..6 {
-                        wb[c] += row[c] * gr;
+        w.par_chunks_mut(6)
+            .with_min_len(crate::PAR_MIN_ITEMS)
+            .enumerate()
+            .for_each(|(body, wb)| {
+                wb.fill(0.0);
+                for &(k, s) in &self.links[self.links_ptr[body]..self.links_ptr[body + 1]] {
+                    let g = &gamma[self.offsets[k]..self.offsets[k + 1]];
+                    for (row, gr) in self.side_rows(&self.minv_jac, k, s).iter().zip(g) {
+                        for c in 0..6 {
+                            wb[c] += row[c] * gr;
+                        }
                     }
                 }
-            }
-        });
+            });
     }
 
     /// `(J w)_i` for one row `i`.
@@ -151,6 +154,7 @@ impl FactoredOperator {
     /// `y = J w`, rows in parallel.
     pub fn velocity_to_rows(&self, w: &[f64], y: &mut [f64]) {
         y.par_iter_mut()
+            .with_min_len(crate::PAR_MIN_ITEMS)
             .enumerate()
             .for_each(|(i, yi)| *yi = self.row_times_velocity(i, w));
     }

@@ -163,7 +163,7 @@ impl RigidBody {
     pub fn integrate(&mut self, h: f64) {
         self.pose.position += h * self.velocity;
         let rotation = UnitQuaternion::from_scaled_axis(h * self.angular_velocity);
-        self.pose.orientation = self.pose.orientation * rotation;
+        self.pose.orientation *= rotation;
     }
 
     /// For a kinematic body: the pose at time `t` and the mean velocity over `[t, t + h]`, so

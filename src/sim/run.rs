@@ -65,8 +65,16 @@ pub struct Summary {
 }
 
 /// The view of a world's bodies for the writers.
-fn view<'a>(shapes: &'a [super::Shape], poses: &'a [super::Pose], speeds: &'a [f64]) -> SceneView<'a> {
-    SceneView { shapes, poses, speeds }
+fn view<'a>(
+    shapes: &'a [super::Shape],
+    poses: &'a [super::Pose],
+    speeds: &'a [f64],
+) -> SceneView<'a> {
+    SceneView {
+        shapes,
+        poses,
+        speeds,
+    }
 }
 
 /// Runs `steps` steps of `scene` with `solver`, writing the outputs; `on_step` sees each

@@ -2,7 +2,7 @@
 //! (contact and joint blocks, stabilization, warm start), the solve, and the integration
 //! (paper 001 eq. (1), DESIGN §1 and §5).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use nalgebra::Vector3;
@@ -12,7 +12,9 @@ use super::body::RigidBody;
 use super::collision::{self, Contact};
 use super::joint::{ConstraintRow, Joint, point_row, tangent_frame};
 use crate::error::Result;
-use crate::problem::{Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System};
+use crate::problem::{
+    Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System,
+};
 use crate::report::StepStats;
 use crate::solver::{Settings, Solver};
 
@@ -92,6 +94,8 @@ pub struct World {
     warm_contacts: HashMap<ContactKey, [f64; 3]>,
     warm_joints: HashMap<(usize, usize), f64>,
     contacts: Vec<Contact>,
+    /// Body pairs joined by a joint: they do not collide with each other.
+    jointed: HashSet<(usize, usize)>,
 }
 
 /// Accumulates the blocks of a factored problem.
@@ -148,7 +152,15 @@ impl Assembler<'_> {
 impl World {
     /// A world at `t = 0`.
     pub fn new(bodies: Vec<RigidBody>, joints: Vec<Joint>, settings: StepSettings) -> Self {
+        let jointed = joints
+            .iter()
+            .filter_map(|j| {
+                let a = j.body_a?;
+                Some((a.min(j.body_b), a.max(j.body_b)))
+            })
+            .collect();
         World {
+            jointed,
             bodies,
             joints,
             time: 0.0,
@@ -160,13 +172,27 @@ impl World {
         }
     }
 
-    /// Runs collision detection at the current poses; returns the number of contacts.
+    /// Runs collision detection at the current poses, leaving out pairs joined by a joint;
+    /// returns the number of contacts.
     fn detect(&mut self) -> usize {
         let shapes: Vec<_> = self.bodies.iter().map(|b| b.shape).collect();
         let poses: Vec<_> = self.bodies.iter().map(|b| b.pose).collect();
         let is_static: Vec<bool> = self.bodies.iter().map(|b| !b.is_dynamic()).collect();
         self.contacts.clear();
-        collision::detect(&shapes, &poses, &is_static, self.settings.envelope, &mut self.contacts);
+        collision::detect(
+            &shapes,
+            &poses,
+            &is_static,
+            self.settings.envelope,
+            &mut self.contacts,
+        );
+        if !self.jointed.is_empty() {
+            let jointed = &self.jointed;
+            self.contacts.retain(|c| {
+                let pair = (c.body_a.min(c.body_b), c.body_a.max(c.body_b));
+                !jointed.contains(&pair)
+            });
+        }
         self.contacts.len()
     }
 
@@ -226,7 +252,12 @@ impl World {
             } else {
                 Cone::Unilateral
             };
-            if asm.push(cone, (Some(c.body_a), &rows_a), (Some(c.body_b), &rows_b), bias) {
+            if asm.push(
+                cone,
+                (Some(c.body_a), &rows_a),
+                (Some(c.body_b), &rows_b),
+                bias,
+            ) {
                 contact_keys.push((c.body_a, c.body_b, c.feature));
             }
         }
@@ -302,10 +333,7 @@ impl World {
             body.prescribe(self.time, h);
         }
         let contacts = self.detect();
-        let max_penetration = self
-            .contacts
-            .iter()
-            .fold(0.0f64, |m, c| m.max(-c.distance));
+        let max_penetration = self.contacts.iter().fold(0.0f64, |m, c| m.max(-c.distance));
         let collision_s = start.elapsed().as_secs_f64();
         let solve_start = Instant::now();
         let sp = self.assemble();

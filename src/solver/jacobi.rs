@@ -31,16 +31,19 @@ impl Solver for Jacobi {
         let ranges: Vec<_> = (0..sys.blocks()).map(|k| sys.block_range(k)).collect();
         let mut next = vec![[0.0f64; 3]; sys.blocks()];
         Ok(drive(self.name(), sys, settings, |gamma, u| {
-            next.par_iter_mut().enumerate().for_each(|(k, out)| {
-                let (range, cone) = (&ranges[k], &sys.cones()[k]);
-                let d = range.len();
-                let mut u_hat = [0.0; 3];
-                model_velocity(cone, &u[range.clone()], settings.friction, &mut u_hat[..d]);
-                for i in 0..d {
-                    out[i] = gamma[range.start + i] - omega * eta[k] * u_hat[i];
-                }
-                cone.project(&mut out[..d]);
-            });
+            next.par_iter_mut()
+                .with_min_len(crate::PAR_MIN_ITEMS)
+                .enumerate()
+                .for_each(|(k, out)| {
+                    let (range, cone) = (&ranges[k], &sys.cones()[k]);
+                    let d = range.len();
+                    let mut u_hat = [0.0; 3];
+                    model_velocity(cone, &u[range.clone()], settings.friction, &mut u_hat[..d]);
+                    for i in 0..d {
+                        out[i] = gamma[range.start + i] - omega * eta[k] * u_hat[i];
+                    }
+                    cone.project(&mut out[..d]);
+                });
             for (range, block) in ranges.iter().zip(&next) {
                 gamma[range.clone()].copy_from_slice(&block[..range.len()]);
             }

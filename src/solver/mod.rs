@@ -177,6 +177,17 @@ pub(crate) fn drive(
     name: &'static str,
     sys: &System,
     settings: &Settings,
+    step: impl FnMut(&mut [f64], &[f64]) + Send,
+) -> Report {
+    // Inside the pool, a parallel loop shorter than `PAR_MIN_ITEMS` runs on this worker
+    // instead of being handed to another thread every iteration.
+    rayon::scope(|_| iterate(name, sys, settings, step))
+}
+
+fn iterate(
+    name: &'static str,
+    sys: &System,
+    settings: &Settings,
     mut step: impl FnMut(&mut [f64], &[f64]),
 ) -> Report {
     let start = Instant::now();

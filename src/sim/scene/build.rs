@@ -30,10 +30,24 @@ impl Builder {
         self.bodies.len() - 1
     }
 
-    fn plane(&mut self, point: Vector3<f64>, normal: Vector3<f64>, friction: Option<f64>, osc: Option<Oscillation>) {
-        let orientation = UnitQuaternion::rotation_between(&Vector3::z(), &normal)
-            .unwrap_or_else(|| UnitQuaternion::from_axis_angle(&Vector3::x_axis(), std::f64::consts::PI));
-        let mut body = RigidBody::fixed(Shape::Plane, Pose { position: point, orientation });
+    fn plane(
+        &mut self,
+        point: Vector3<f64>,
+        normal: Vector3<f64>,
+        friction: Option<f64>,
+        osc: Option<Oscillation>,
+    ) {
+        let orientation =
+            UnitQuaternion::rotation_between(&Vector3::z(), &normal).unwrap_or_else(|| {
+                UnitQuaternion::from_axis_angle(&Vector3::x_axis(), std::f64::consts::PI)
+            });
+        let mut body = RigidBody::fixed(
+            Shape::Plane,
+            Pose {
+                position: point,
+                orientation,
+            },
+        );
         body.friction = friction.unwrap_or(self.friction);
         if let Some(oscillation) = osc {
             body.motion = Motion::Kinematic {
@@ -52,10 +66,15 @@ impl Builder {
     fn body(&mut self, spec: &BodySpec) -> usize {
         let orientation = match spec.normal {
             Some(n) => UnitQuaternion::rotation_between(&Vector3::z(), &Vector3::from(n))
-                .unwrap_or_else(|| UnitQuaternion::from_axis_angle(&Vector3::x_axis(), std::f64::consts::PI)),
+                .unwrap_or_else(|| {
+                    UnitQuaternion::from_axis_angle(&Vector3::x_axis(), std::f64::consts::PI)
+                }),
             None => UnitQuaternion::from_euler_angles(spec.euler[0], spec.euler[1], spec.euler[2]),
         };
-        let pose = Pose { position: spec.position.into(), orientation };
+        let pose = Pose {
+            position: spec.position.into(),
+            orientation,
+        };
         let mut body = match spec.motion {
             MotionSpec::Dynamic => {
                 let (mut mass, mut inertia) =
@@ -145,7 +164,14 @@ impl Builder {
                 body.mass = m;
             }
             if s.guide {
-                self.joint(None, b, center, JointKind::Line { axis_a: [0.0, 0.0, 1.0] });
+                self.joint(
+                    None,
+                    b,
+                    center,
+                    JointKind::Line {
+                        axis_a: [0.0, 0.0, 1.0],
+                    },
+                );
             }
             z += 2.0 * half + s.gap;
         }
@@ -153,25 +179,40 @@ impl Builder {
 
     fn chain(&mut self, c: &ChainSpec) {
         let dir = Vector3::from(c.direction).normalize();
-        let anchor = Vector3::from(c.anchor);
+        // Links are rods along the chain: body z axis along `dir`, center halfway between
+        // their two joints; the end body hangs from the last joint by its surface.
+        let orientation =
+            UnitQuaternion::rotation_between(&Vector3::z(), &dir).unwrap_or_else(|| {
+                UnitQuaternion::from_axis_angle(&Vector3::x_axis(), std::f64::consts::PI)
+            });
+        let links = (0..c.count).map(|_| (c.shape, c.density, 0.5 * c.spacing));
+        let end = c.end_shape.map(|s| (s, c.end_density, bounding_radius(&s)));
         let mut previous: Option<usize> = None;
-        let mut joint_at = anchor;
-        let links = (0..c.count).map(|_| (c.shape, c.density, c.spacing));
-        let end = c.end_shape.map(|s| (s, c.end_density, c.spacing + bounding_radius(&s)));
+        let mut joint_at = Vector3::from(c.anchor);
         for (shape, density, offset) in links.chain(end) {
             let center = joint_at + dir * offset;
-            let b = self.dynamic(shape, Pose::at(center), density, c.friction);
+            let pose = Pose {
+                position: center,
+                orientation,
+            };
+            let b = self.dynamic(shape, pose, density, c.friction);
             self.joint(previous, b, joint_at, JointKind::Spherical);
             previous = Some(b);
-            joint_at = center;
+            joint_at = center + dir * offset;
         }
     }
 
     fn wall(&mut self, w: &WallSpec) {
         let [hx, hy, hz] = w.brick;
-        let shape = Shape::Box { half_extents: w.brick };
+        let shape = Shape::Box {
+            half_extents: w.brick,
+        };
         for r in 0..w.rows {
-            let shift = if w.stagger && r % 2 == 1 { hx + 0.5 * w.gap } else { 0.0 };
+            let shift = if w.stagger && r % 2 == 1 {
+                hx + 0.5 * w.gap
+            } else {
+                0.0
+            };
             for c in 0..w.columns {
                 let p = Vector3::new(
                     w.origin[0] + shift + hx + c as f64 * (2.0 * hx + w.gap),
@@ -198,7 +239,8 @@ impl Builder {
             let length = (s.bodies[b].pose.position - s.bodies[a].pose.position).norm();
             let at = s.bodies[a].pose.position;
             // A distance joint anchored at both centers.
-            let mut joint = Joint::at_world_point(&s.bodies, Some(a), b, at, JointKind::Distance { length });
+            let mut joint =
+                Joint::at_world_point(&s.bodies, Some(a), b, at, JointKind::Distance { length });
             joint.anchor_b = Vector3::zeros();
             s.joints.push(joint);
         };
@@ -272,7 +314,11 @@ pub(super) fn world(spec: &SceneFile) -> Result<World, SpecError> {
         let index = b.body(body);
         if let Some(name) = &body.name {
             if name == "ground" || names.insert(name.clone(), index).is_some() {
-                return Err((Some(("body", i)), format!("body[{i}].name"), format!("`{name}` is reserved or used twice")));
+                return Err((
+                    Some(("body", i)),
+                    format!("body[{i}].name"),
+                    format!("`{name}` is reserved or used twice"),
+                ));
             }
         }
     }
@@ -286,23 +332,40 @@ pub(super) fn world(spec: &SceneFile) -> Result<World, SpecError> {
             match (name, names.get(name)) {
                 ("ground", _) => Ok(None),
                 (_, Some(&index)) => Ok(Some(index)),
-                _ => Err((Some(("joint", i)), format!("joint[{i}].{key}"), format!("no [[body]] named `{name}`"))),
+                _ => Err((
+                    Some(("joint", i)),
+                    format!("joint[{i}].{key}"),
+                    format!("no [[body]] named `{name}`"),
+                )),
             }
         };
         let a = find(&j.a, "a")?;
         let bb = find(&j.b, "b")?.ok_or_else(|| {
-            (Some(("joint", i)), format!("joint[{i}].b"), "body B cannot be the ground".to_string())
+            (
+                Some(("joint", i)),
+                format!("joint[{i}].b"),
+                "body B cannot be the ground".to_string(),
+            )
         })?;
         // Axes are given in the world frame at creation: express them in A's frame.
-        let to_a = a.map_or(UnitQuaternion::identity(), |k| b.bodies[k].pose.orientation.inverse());
+        let to_a = a.map_or(UnitQuaternion::identity(), |k| {
+            b.bodies[k].pose.orientation.inverse()
+        });
         let axis = |v: [f64; 3]| (to_a * Vector3::from(v)).into();
         let kind = match j.kind {
             JointKind::Revolute { axis_a, axis_b } => {
                 let to_b = b.bodies[bb].pose.orientation.inverse();
-                JointKind::Revolute { axis_a: axis(axis_a), axis_b: (to_b * Vector3::from(axis_b)).into() }
+                JointKind::Revolute {
+                    axis_a: axis(axis_a),
+                    axis_b: (to_b * Vector3::from(axis_b)).into(),
+                }
             }
-            JointKind::Prismatic { axis_a } => JointKind::Prismatic { axis_a: axis(axis_a) },
-            JointKind::Line { axis_a } => JointKind::Line { axis_a: axis(axis_a) },
+            JointKind::Prismatic { axis_a } => JointKind::Prismatic {
+                axis_a: axis(axis_a),
+            },
+            JointKind::Line { axis_a } => JointKind::Line {
+                axis_a: axis(axis_a),
+            },
             other => other,
         };
         b.joint(a, bb, j.at.into(), kind);

@@ -58,18 +58,19 @@ pub fn parse(text: &str, file: &str, name: &str, sets: &[(String, String)]) -> R
                 message,
             })?;
         }
-        spec = table.try_into().map_err(|e: toml::de::Error| Error::Scene {
-            file: file.to_string(),
-            line: None,
-            key: "--set".into(),
-            message: e.message().to_string(),
-        })?;
+        spec = table
+            .try_into()
+            .map_err(|e: toml::de::Error| Error::Scene {
+                file: file.to_string(),
+                line: None,
+                key: "--set".into(),
+                message: e.message().to_string(),
+            })?;
     }
     spec.validate()
         .map_err(|(section, key, message)| located.error(section, &key, message))?;
-    let world = build::world(&spec).map_err(|(section, key, message)| {
-        located.error(section, &key, message)
-    })?;
+    let world = build::world(&spec)
+        .map_err(|(section, key, message)| located.error(section, &key, message))?;
     Ok(Scene {
         name: name.to_string(),
         world,
@@ -113,7 +114,11 @@ fn set_in(node: &mut toml::Value, parts: &[&str], value: toml::Value) -> Result<
                 .ok_or_else(|| format!("`{part}`: expected an index below {len} into the list"))?;
             &mut items[k]
         }
-        _ => return Err(format!("`{part}`: its parent is neither a table nor a list")),
+        _ => {
+            return Err(format!(
+                "`{part}`: its parent is neither a table nor a list"
+            ));
+        }
     };
     if rest.is_empty() {
         *child = value;
@@ -135,7 +140,10 @@ pub(crate) type SpecError = (Option<(&'static str, usize)>, String, String);
 
 impl Located<'_> {
     fn line_of(&self, offset: usize) -> usize {
-        self.text[..offset.min(self.text.len())].lines().count().max(1)
+        self.text[..offset.min(self.text.len())]
+            .lines()
+            .count()
+            .max(1)
             + usize::from(self.text[..offset.min(self.text.len())].ends_with('\n'))
     }
 
@@ -155,7 +163,9 @@ impl Located<'_> {
 
     /// The line of `key` (its last dotted part) inside `section`, if the file has it.
     fn find(&self, section: Option<(&str, usize)>, key: &str) -> Option<usize> {
-        let leaf = key.rsplit(['.', ']']).find(|s| !s.is_empty() && !s.starts_with('['))?;
+        let leaf = key
+            .rsplit(['.', ']'])
+            .find(|s| !s.is_empty() && !s.starts_with('['))?;
         let leaf = leaf.split('[').next()?;
         let mut current: Option<(String, usize)> = None;
         let mut counts = std::collections::HashMap::<String, usize>::new();
@@ -176,10 +186,9 @@ impl Located<'_> {
                 (Some((n, k)), Some((s, j))) => n == s && *k == j,
                 _ => false,
             };
-            let mentions = line.split(['{', ',']).any(|part| {
-                part.split_once('=')
-                    .is_some_and(|(k, _)| k.trim() == leaf)
-            });
+            let mentions = line
+                .split(['{', ','])
+                .any(|part| part.split_once('=').is_some_and(|(k, _)| k.trim() == leaf));
             if here && mentions {
                 return Some(i + 1);
             }

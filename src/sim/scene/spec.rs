@@ -3,10 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::SpecError;
+use crate::sim::Shape;
 use crate::sim::body::Oscillation;
 use crate::sim::joint::JointKind;
 use crate::sim::world::StepSettings;
-use crate::sim::Shape;
 
 /// How a scene runs (the `[run]` table).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -207,8 +207,9 @@ pub struct StackSpec {
     pub guide: bool,
 }
 
-/// A chain hanging from `anchor` along `direction`: `count` links `spacing` apart joined by
-/// spherical joints, the first one to the ground, and an optional heavier end body.
+/// A chain hanging from `anchor` along `direction`: `count` links (rods `spacing` long, body
+/// z axis along the chain, centered between their joints) joined end to end by spherical
+/// joints, the first one to the ground, and an optional end body hanging from the last joint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChainSpec {
@@ -221,7 +222,7 @@ pub struct ChainSpec {
     /// Direction from the anchor along the chain (normalized).
     #[serde(default = "down")]
     pub direction: [f64; 3],
-    /// Distance between consecutive link centers (and from the anchor to the first), m.
+    /// Distance between consecutive joints (the length of a link), m.
     pub spacing: f64,
     /// Density of the links, kg/m³.
     #[serde(default = "default_density")]
@@ -352,8 +353,16 @@ impl SceneFile {
         let set = Some(("settings", 0));
         positive(set, "settings.dt".into(), st.dt)?;
         non_negative(set, "settings.envelope".into(), st.envelope)?;
-        positive(set, "settings.max_recovery_speed".into(), st.max_recovery_speed)?;
-        non_negative(set, "settings.contact_compliance".into(), st.contact_compliance)?;
+        positive(
+            set,
+            "settings.max_recovery_speed".into(),
+            st.max_recovery_speed,
+        )?;
+        non_negative(
+            set,
+            "settings.contact_compliance".into(),
+            st.contact_compliance,
+        )?;
         non_negative(set, "settings.tol".into(), st.tol)?;
         for (i, b) in self.body.iter().enumerate() {
             let sec = Some(("body", i));
@@ -366,7 +375,11 @@ impl SceneFile {
                 non_negative(sec, format!("body[{i}].friction"), f)?;
             }
             if b.shape == Shape::Plane && b.motion == MotionSpec::Dynamic {
-                return Err((sec, format!("body[{i}].motion"), "a plane must be fixed or oscillate".into()));
+                return Err((
+                    sec,
+                    format!("body[{i}].motion"),
+                    "a plane must be fixed or oscillate".into(),
+                ));
             }
         }
         for (i, c) in self.container.iter().enumerate() {
@@ -379,17 +392,29 @@ impl SceneFile {
             let sec = Some(("lattice", i));
             shape(sec, &format!("lattice[{i}].shape"), &l.shape)?;
             if l.shape == Shape::Plane {
-                return Err((sec, format!("lattice[{i}].shape"), "must be a sphere or a box".into()));
+                return Err((
+                    sec,
+                    format!("lattice[{i}].shape"),
+                    "must be a sphere or a box".into(),
+                ));
             }
             positive(sec, format!("lattice[{i}].density"), l.density)?;
             if let Some(s) = l.spacing {
                 positive(sec, format!("lattice[{i}].spacing"), s)?;
             }
             if !(0.0..=1.0).contains(&l.jitter) {
-                return Err((sec, format!("lattice[{i}].jitter"), format!("is {}; must lie in [0, 1]", l.jitter)));
+                return Err((
+                    sec,
+                    format!("lattice[{i}].jitter"),
+                    format!("is {}; must lie in [0, 1]", l.jitter),
+                ));
             }
             if l.max[0] <= l.min[0] || l.max[1] <= l.min[1] {
-                return Err((sec, format!("lattice[{i}].max"), "must exceed min in x and y".into()));
+                return Err((
+                    sec,
+                    format!("lattice[{i}].max"),
+                    "must exceed min in x and y".into(),
+                ));
             }
         }
         for (i, s) in self.stack.iter().enumerate() {
@@ -399,7 +424,11 @@ impl SceneFile {
             if let Some(sh) = &s.shape {
                 shape(sec, &format!("stack[{i}].shape"), sh)?;
                 if *sh == Shape::Plane {
-                    return Err((sec, format!("stack[{i}].shape"), "must be a sphere or a box".into()));
+                    return Err((
+                        sec,
+                        format!("stack[{i}].shape"),
+                        "must be a sphere or a box".into(),
+                    ));
                 }
             }
             match (&s.masses, &s.shape, s.count) {
@@ -410,7 +439,11 @@ impl SceneFile {
                 }
                 (None, Some(_), Some(_)) => {}
                 _ => {
-                    return Err((sec, format!("stack[{i}].masses"), "give `masses`, or `shape` and `count`".into()));
+                    return Err((
+                        sec,
+                        format!("stack[{i}].masses"),
+                        "give `masses`, or `shape` and `count`".into(),
+                    ));
                 }
             }
         }
@@ -435,7 +468,11 @@ impl SceneFile {
             positive(sec, format!("net[{i}].spacing"), n.spacing)?;
             positive(sec, format!("net[{i}].radius"), n.radius)?;
             if n.nx < 2 || n.ny < 2 {
-                return Err((sec, format!("net[{i}].nx"), "a net needs at least 2 × 2 nodes".into()));
+                return Err((
+                    sec,
+                    format!("net[{i}].nx"),
+                    "a net needs at least 2 × 2 nodes".into(),
+                ));
             }
         }
         Ok(())
