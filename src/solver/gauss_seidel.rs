@@ -30,9 +30,14 @@ impl Solver for GaussSeidel {
         let eta = block_steps(sys, settings.block_step);
         let op = sys.operator();
         let mut aux = vec![0.0; op.aux_len()];
+        let mut fresh = true;
         Ok(drive(self.name(), sys, settings, |gamma, _u| {
-            // The driver hands over γ between sweeps; rebuilding w keeps it exact.
-            op.init_aux(gamma, &mut aux);
+            // w = M⁻¹ Jᵀ γ is built once from the initial iterate, then kept up to date by the
+            // sweeps (the driver does not touch γ between them).
+            if fresh {
+                op.init_aux(gamma, &mut aux);
+                fresh = false;
+            }
             for (k, cone) in sys.cones().iter().enumerate() {
                 let range = sys.block_range(k);
                 let d = range.len();
