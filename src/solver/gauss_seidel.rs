@@ -5,10 +5,9 @@
 //! block (`w += s_k Δγ_k`, the `q̇` update of Algorithm 4.1), so a block costs O(its
 //! Jacobian) whatever the problem size; in the assembled form the block row of `N` is read.
 
-use super::{Report, Settings, Solver, block_steps, drive};
+use super::{Report, Settings, Solver, block_steps, drive, projected_step};
 use crate::error::Result;
 use crate::problem::System;
-use crate::problem::merit::model_velocity;
 
 /// Projected Gauss–Seidel with over-relaxation; registry name `pgs`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -46,13 +45,13 @@ impl Solver for GaussSeidel {
                 for (i, row) in range.clone().enumerate() {
                     nu[i] += sys.r()[row] + sys.compliance()[row] * gamma[row];
                 }
-                let mut u_hat = [0.0; 3];
-                model_velocity(cone, &nu[..d], settings.friction, &mut u_hat[..d]);
-                let mut next = [0.0; 3];
-                for i in 0..d {
-                    next[i] = gamma[range.start + i] - omega * eta[k] * u_hat[i];
-                }
-                cone.project(&mut next[..d]);
+                let next = projected_step(
+                    cone,
+                    &gamma[range.clone()],
+                    &nu[..d],
+                    omega * eta[k],
+                    settings.friction,
+                );
                 let mut delta = [0.0; 3];
                 for i in 0..d {
                     delta[i] = next[i] - gamma[range.start + i];

@@ -4,10 +4,9 @@
 
 use rayon::prelude::*;
 
-use super::{Report, Settings, Solver, block_steps, drive};
+use super::{Report, Settings, Solver, block_steps, drive, projected_step};
 use crate::error::Result;
 use crate::problem::System;
-use crate::problem::merit::model_velocity;
 
 /// Projected Jacobi; registry name `jacobi`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -35,14 +34,14 @@ impl Solver for Jacobi {
                 .with_min_len(crate::PAR_MIN_ITEMS)
                 .enumerate()
                 .for_each(|(k, out)| {
-                    let (range, cone) = (&ranges[k], &sys.cones()[k]);
-                    let d = range.len();
-                    let mut u_hat = [0.0; 3];
-                    model_velocity(cone, &u[range.clone()], settings.friction, &mut u_hat[..d]);
-                    for i in 0..d {
-                        out[i] = gamma[range.start + i] - omega * eta[k] * u_hat[i];
-                    }
-                    cone.project(&mut out[..d]);
+                    let range = ranges[k].clone();
+                    *out = projected_step(
+                        &sys.cones()[k],
+                        &gamma[range.clone()],
+                        &u[range],
+                        omega * eta[k],
+                        settings.friction,
+                    );
                 });
             for (range, block) in ranges.iter().zip(&next) {
                 gamma[range.clone()].copy_from_slice(&block[..range.len()]);

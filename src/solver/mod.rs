@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::problem::merit::{self, Merit};
-use crate::problem::{FrictionModel, System};
+use crate::problem::{Cone, FrictionModel, System};
 
 pub use gauss_seidel::GaussSeidel;
 pub use jacobi::Jacobi;
@@ -258,6 +258,25 @@ fn iterate(
         gamma,
         trace,
     }
+}
+
+/// One block's projected step `Π_K(γ_k − s û_k)` (paper 001 eq. (3) with `s = ω η_k`), with
+/// `û_k` the model velocity of `u_k`; the result fills the first `d_k` entries.
+pub(crate) fn projected_step(
+    cone: &Cone,
+    gamma: &[f64],
+    u: &[f64],
+    step: f64,
+    friction: FrictionModel,
+) -> [f64; 3] {
+    let d = gamma.len();
+    let mut out = [0.0; 3];
+    merit::model_velocity(cone, u, friction, &mut out[..d]);
+    for i in 0..d {
+        out[i] = gamma[i] - step * out[i];
+    }
+    cone.project(&mut out[..d]);
+    out
 }
 
 /// How the step length `η_k` of a block is chosen by the projected fixed-point solvers.
