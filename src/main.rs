@@ -9,7 +9,7 @@ use serde_json::json;
 use indicatif::{ProgressBar, ProgressStyle};
 use signorini::problem::io::{self, Format};
 use signorini::problem::{FrictionModel, System};
-use signorini::solver::{Report, Settings};
+use signorini::solver::{Criterion, Report, Settings};
 use signorini::{registry, sim};
 
 /// Cone complementarity solvers for non-smooth multibody dynamics.
@@ -32,7 +32,11 @@ struct SolveOptions {
     /// Friction model: ccp (convex relaxation) or coulomb (De Saxcé).
     #[arg(long, default_value = "ccp")]
     friction: FrictionModel,
-    /// Tolerance on the relative natural-map residual.
+    /// Residual the tolerance applies to: relative (scale-free, like Siconos' errors) or
+    /// velocity (each block's natural map divided by its step, in velocity units).
+    #[arg(long, default_value = "relative")]
+    criterion: Criterion,
+    /// Tolerance on that residual.
     #[arg(long, default_value_t = Settings::default().tol)]
     tol: f64,
     /// Iteration cap.
@@ -191,6 +195,7 @@ fn prepare(o: &SolveOptions) -> signorini::Result<(System, Settings)> {
     let sys = System::new(&problem)?;
     let settings = Settings {
         friction: o.friction,
+        criterion: o.criterion,
         tol: o.tol,
         max_iter: o.max_iter,
         omega: o.omega,

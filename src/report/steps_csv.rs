@@ -31,7 +31,7 @@ pub struct StepStats {
     pub bilateral_rows: usize,
     /// Iterations the solver ran.
     pub iterations: usize,
-    /// The solver's final residual.
+    /// The velocity residual of the solver's answer (`Residual::velocity`, m/s).
     pub residual: f64,
     /// Largest penetration depth among the contacts, m (0 when none penetrate).
     pub max_penetration: f64,

@@ -46,7 +46,7 @@ pub struct Summary {
     pub mean_iterations: f64,
     /// Most solver iterations in a step.
     pub max_iterations: usize,
-    /// Largest natural-map residual (∞-norm) at the end of a step's solve.
+    /// Largest velocity residual of a step's answer, m/s.
     pub max_residual: f64,
     /// Largest penetration seen, m.
     pub max_penetration: f64,

@@ -16,7 +16,7 @@ use crate::problem::{
     Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System,
 };
 use crate::report::StepStats;
-use crate::solver::{Settings, Solver};
+use crate::solver::{Criterion, Report, Settings, Solver};
 
 /// Parameters of the time stepper.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,7 +30,10 @@ pub struct StepSettings {
     pub friction_model: FrictionModel,
     /// Collision envelope: contacts enter the problem when the gap is below this, m.
     pub envelope: f64,
-    /// Largest separation speed the stabilization `b = Φ/h` may ask for, m/s.
+    /// Largest separation speed the stabilization `b = Φ/h` may ask for to push out a
+    /// penetration, m/s. With `b ≥ 0` (this set to 0) a contact impulse can only take kinetic
+    /// energy away (`ΔKE = −γᵀb − ½γᵀNγ ≤ 0`); a positive value corrects penetration at the
+    /// price of the energy it adds.
     pub max_recovery_speed: f64,
     /// Compliance of every contact row (0 = rigid).
     pub contact_compliance: f64,
@@ -38,7 +41,9 @@ pub struct StepSettings {
     pub gyroscopic: bool,
     /// Warm start each solve with the impulses of persistent contacts and joints.
     pub warm_start: bool,
-    /// Tolerance of the solver (relative natural-map residual).
+    /// Residual the solver stops on: by default the velocity residual, m/s.
+    pub criterion: Criterion,
+    /// Tolerance of the solver on that residual.
     pub tol: f64,
     /// Iteration cap of the solver.
     pub max_iter: usize,
@@ -57,6 +62,7 @@ impl Default for StepSettings {
             contact_compliance: 0.0,
             gyroscopic: true,
             warm_start: true,
+            criterion: Criterion::Velocity,
             tol: 1e-6,
             max_iter: 500,
             omega: None,
@@ -327,6 +333,11 @@ impl World {
 
     /// Advances one step with `solver`.
     pub fn step(&mut self, solver: &dyn Solver) -> Result<StepStats> {
+        self.step_with_report(solver).map(|(stats, _)| stats)
+    }
+
+    /// Advances one step with `solver`; also returns the solver's report of the step.
+    pub fn step_with_report(&mut self, solver: &dyn Solver) -> Result<(StepStats, Report)> {
         let start = Instant::now();
         let h = self.settings.dt;
         for body in &mut self.bodies {
@@ -340,6 +351,7 @@ impl World {
         let sys = System::new(&sp.problem)?;
         let settings = Settings {
             friction: self.settings.friction_model,
+            criterion: self.settings.criterion,
             tol: self.settings.tol,
             max_iter: self.settings.max_iter,
             omega: self.settings.omega,
@@ -363,18 +375,19 @@ impl World {
         for body in &mut self.bodies {
             body.prescribe(self.time, h);
         }
-        Ok(StepStats {
+        let stats = StepStats {
             step: self.steps,
             time: self.time,
             bodies: self.bodies.len(),
             contacts,
             bilateral_rows: sp.joint_rows.len(),
             iterations: report.iterations,
-            residual: report.merit.natural_map_inf,
+            residual: report.residual.velocity,
             max_penetration,
             kinetic_energy: self.bodies.iter().map(RigidBody::kinetic_energy).sum(),
             collision_s,
             solve_s,
-        })
+        };
+        Ok((stats, report))
     }
 }

@@ -30,7 +30,7 @@ impl Solver for GaussSeidel {
         let op = sys.operator();
         let mut aux = vec![0.0; op.aux_len()];
         let mut fresh = true;
-        Ok(drive(self.name(), sys, settings, |gamma, _u| {
+        Ok(drive(self.name(), sys, settings, &eta, |gamma, _u| {
             // w = M⁻¹ Jᵀ γ is built once from the initial iterate, then kept up to date by the
             // sweeps (the driver does not touch γ between them).
             if fresh {

@@ -29,7 +29,7 @@ impl Solver for Jacobi {
         let eta = block_steps(sys, settings.block_step);
         let ranges: Vec<_> = (0..sys.blocks()).map(|k| sys.block_range(k)).collect();
         let mut next = vec![[0.0f64; 3]; sys.blocks()];
-        Ok(drive(self.name(), sys, settings, |gamma, u| {
+        Ok(drive(self.name(), sys, settings, &eta, |gamma, u| {
             next.par_iter_mut()
                 .with_min_len(crate::PAR_MIN_ITEMS)
                 .enumerate()

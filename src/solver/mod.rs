@@ -20,8 +20,9 @@ pub use jacobi::Jacobi;
 pub struct Settings {
     /// Friction model of the solve.
     pub friction: FrictionModel,
-    /// Stop when the relative natural-map residual ([`merit::Residual::relative`]) is at or
-    /// below this.
+    /// Which residual the tolerance applies to.
+    pub criterion: Criterion,
+    /// Stop when the residual chosen by `criterion` is at or below this.
     pub tol: f64,
     /// Iteration cap.
     pub max_iter: usize,
@@ -36,10 +37,46 @@ pub struct Settings {
     pub warm_start: Option<Vec<f64>>,
 }
 
+/// The residual a solve stops on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Criterion {
+    /// [`merit::Residual::relative`]: scale-free, comparable with Siconos' errors.
+    #[default]
+    Relative,
+    /// [`merit::Residual::velocity`]: the largest velocity error, m/s in a simulation; the
+    /// one that stays meaningful with extreme masses.
+    Velocity,
+}
+
+impl std::str::FromStr for Criterion {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "relative" => Ok(Criterion::Relative),
+            "velocity" => Ok(Criterion::Velocity),
+            _ => Err(format!(
+                "unknown criterion `{s}`; valid: relative, velocity"
+            )),
+        }
+    }
+}
+
+impl Criterion {
+    /// The value of this criterion in a residual.
+    pub fn of(&self, r: &merit::Residual) -> f64 {
+        match self {
+            Criterion::Relative => r.relative,
+            Criterion::Velocity => r.velocity,
+        }
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {
             friction: FrictionModel::Ccp,
+            criterion: Criterion::Relative,
             tol: 1e-6,
             max_iter: 1000,
             omega: None,
@@ -120,7 +157,7 @@ impl std::fmt::Display for Status {
 pub struct TraceEntry {
     /// Iteration number (0 is the initial iterate).
     pub iteration: usize,
-    /// Relative natural-map residual.
+    /// The residual of the stopping criterion.
     pub residual: f64,
     /// Natural-map residual, ∞-norm.
     pub natural_map_inf: f64,
@@ -141,6 +178,8 @@ pub struct Report {
     pub time_s: f64,
     /// The impulses returned: the last iterate if converged, else the best one.
     pub gamma: Vec<f64>,
+    /// The residual of `gamma` as the solver measured it (all criteria).
+    pub residual: merit::Residual,
     /// The merit set of `gamma`.
     pub merit: Merit,
     /// Residual per iteration.
@@ -171,23 +210,25 @@ fn norm_inf(v: &[f64]) -> f64 {
 ///
 /// `step(γ, u)` performs one iteration in place, given `u = (N + E)γ + r` of the current
 /// iterate (a solver that does not need it ignores it). After each step the driver computes
-/// the new `u` (one product with `N`), the residual, the trace entry, keeps the best iterate
-/// and decides whether to stop.
+/// the new `u` (one product with `N`), the residual (with the solver's block steps `eta`),
+/// the trace entry, keeps the best iterate and decides whether to stop.
 pub(crate) fn drive(
     name: &'static str,
     sys: &System,
     settings: &Settings,
+    eta: &[f64],
     step: impl FnMut(&mut [f64], &[f64]) + Send,
 ) -> Report {
     // Inside the pool, a parallel loop shorter than `PAR_MIN_ITEMS` runs on this worker
     // instead of being handed to another thread every iteration.
-    rayon::scope(|_| iterate(name, sys, settings, step))
+    rayon::scope(|_| iterate(name, sys, settings, eta, step))
 }
 
 fn iterate(
     name: &'static str,
     sys: &System,
     settings: &Settings,
+    eta: &[f64],
     mut step: impl FnMut(&mut [f64], &[f64]),
 ) -> Report {
     let start = Instant::now();
@@ -199,19 +240,21 @@ fn iterate(
         cone.project(&mut gamma[sys.block_range(k)]);
     }
     let mut u = sys.velocity(&gamma);
-    let res = merit::residual(sys, &gamma, &u, settings.friction);
+    let res = merit::residual(sys, &gamma, &u, settings.friction, eta);
+    let value = settings.criterion.of(&res);
     let mut trace = vec![TraceEntry {
         iteration: 0,
-        residual: res.relative,
+        residual: value,
         natural_map_inf: res.inf,
         time_s: start.elapsed().as_secs_f64(),
     }];
-    let mut best = (res.relative, gamma.clone());
+    let mut best = (value, res, gamma.clone());
+    let mut last = res;
     let mut gamma_scale = norm_inf(&gamma);
     let mut since_best = 0;
     let mut status = Status::MaxIterations;
     let mut iterations = 0;
-    if res.relative <= settings.tol {
+    if value <= settings.tol {
         status = Status::Converged;
     }
     while status == Status::MaxIterations && iterations < settings.max_iter {
@@ -219,10 +262,12 @@ fn iterate(
         iterations += 1;
         sys.apply(&gamma, &mut u);
         u.iter_mut().zip(sys.r()).for_each(|(ui, ri)| *ui += ri);
-        let res = merit::residual(sys, &gamma, &u, settings.friction);
+        let res = merit::residual(sys, &gamma, &u, settings.friction, eta);
+        let value = settings.criterion.of(&res);
+        last = res;
         trace.push(TraceEntry {
             iteration: iterations,
-            residual: res.relative,
+            residual: value,
             natural_map_inf: res.inf,
             time_s: start.elapsed().as_secs_f64(),
         });
@@ -230,13 +275,14 @@ fn iterate(
             gamma_scale = gamma_scale.max(norm_inf(&gamma));
         }
         let diverged = norm_inf(&gamma) > DIVERGENCE_FACTOR * gamma_scale;
-        if !res.relative.is_finite() || diverged {
+        if !value.is_finite() || diverged {
             status = Status::NumericalError;
-        } else if res.relative <= settings.tol {
+        } else if value <= settings.tol {
             status = Status::Converged;
-        } else if res.relative < best.0 {
-            best.0 = res.relative;
-            best.1.copy_from_slice(&gamma);
+        } else if value < best.0 {
+            best.0 = value;
+            best.1 = res;
+            best.2.copy_from_slice(&gamma);
             since_best = 0;
         } else {
             since_best += 1;
@@ -246,7 +292,8 @@ fn iterate(
         }
     }
     if status != Status::Converged {
-        gamma = best.1;
+        gamma = best.2;
+        last = best.1;
     }
     let time_s = start.elapsed().as_secs_f64();
     Report {
@@ -254,6 +301,7 @@ fn iterate(
         status,
         iterations,
         time_s,
+        residual: last,
         merit: merit::evaluate(sys, &gamma, settings.friction),
         gamma,
         trace,

@@ -353,7 +353,7 @@ impl SceneFile {
         let set = Some(("settings", 0));
         positive(set, "settings.dt".into(), st.dt)?;
         non_negative(set, "settings.envelope".into(), st.envelope)?;
-        positive(
+        non_negative(
             set,
             "settings.max_recovery_speed".into(),
             st.max_recovery_speed,
