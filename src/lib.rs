@@ -12,6 +12,33 @@
 //! bilateral `ℝ^d`, unilateral `ℝ₊` and Coulomb `K_μ = {‖γt‖ ≤ μ γn}` (normal first). Under
 //! the Coulomb friction model (De Saxcé) `u` is replaced by `û = u + (μ‖u_t‖, 0, 0)`.
 //!
+//! ## Example
+//!
+//! A sphere of 2 kg resting on the ground for one step of 10 ms: one unilateral row, and the
+//! impulse that holds it is `m g h`.
+//!
+//! ```
+//! use signorini::problem::{Body, Cone, Factored, JacobianBlock, Operator, Problem, System};
+//! use signorini::{registry, solver::Settings};
+//!
+//! let (m, g, h) = (2.0, 9.81, 0.01);
+//! let problem = Problem {
+//!     name: "resting sphere".into(),
+//!     class: Default::default(),
+//!     cones: vec![Cone::Unilateral],
+//!     operator: Operator::Factored(Factored {
+//!         bodies: vec![Body { mass: m, inertia: [0.01; 3], v_free: [0.0, 0.0, -g * h, 0.0, 0.0, 0.0] }],
+//!         jacobians: vec![JacobianBlock { bodies: vec![0], rows: vec![[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]] }],
+//!         b: vec![0.0],
+//!     }),
+//!     compliance: vec![],
+//! };
+//! let sys = System::new(&problem)?;
+//! let report = registry::solver("pgs")?.solve(&sys, &Settings::default())?;
+//! assert!((report.gamma[0] - m * g * h).abs() < 1e-12);
+//! # Ok::<(), signorini::Error>(())
+//! ```
+//!
 //! ## Map of the modules
 //! - [`problem`]: the problem in its forms (factored, assembled, global), validation, the
 //!   prepared [`problem::System`] every solver works on, the cones and their projections, the
