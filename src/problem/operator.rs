@@ -7,6 +7,8 @@
 //! block changes (paper 001, Algorithm 4.1). Compliance is not part of the operator: the
 //! [`super::System`] adds it.
 
+use std::sync::Mutex;
+
 use rayon::prelude::*;
 
 use super::{CsrMatrix, Factored};
@@ -49,7 +51,7 @@ pub fn block_offsets(dims: impl IntoIterator<Item = usize>) -> Vec<usize> {
 /// Precomputes `s = M⁻¹ Jᵀ` row by row (the `s_i` of Algorithm 4.1) and a body → (block,
 /// side) list, so that `M⁻¹ Jᵀ γ` is a gather per body with a fixed summation order: the
 /// result is the same whatever the number of threads.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct FactoredOperator {
     offsets: Vec<usize>,
     /// Bodies of each block (1 or 2).
@@ -63,6 +65,9 @@ pub struct FactoredOperator {
     /// CSR over bodies of the (block, side) pairs acting on each body, in block order.
     links_ptr: Vec<usize>,
     links: Vec<(usize, usize)>,
+    /// Body velocities of [`DelassusOperator::apply`], kept so that a product per iteration
+    /// allocates nothing.
+    scratch: Mutex<Vec<f64>>,
 }
 
 impl FactoredOperator {
@@ -106,6 +111,7 @@ impl FactoredOperator {
             jac,
             minv_jac,
             row_block,
+            scratch: Mutex::new(vec![0.0; 6 * f.bodies.len()]),
             links_ptr,
             links,
         }
@@ -170,7 +176,7 @@ impl DelassusOperator for FactoredOperator {
     }
 
     fn apply(&self, x: &[f64], y: &mut [f64]) {
-        let mut w = vec![0.0; self.aux_len()];
+        let mut w = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         self.impulse_to_velocity(x, &mut w);
         self.velocity_to_rows(&w, y);
     }
