@@ -83,6 +83,10 @@ enum Command {
         /// Also write VTK frames readable by ParaView (`frame_XXXX.vtk`, `frames.pvd`).
         #[arg(long)]
         vtk: bool,
+        /// Write the problem of these steps (1-based, comma-separated) to
+        /// `DIR/problem_XXXX.json` before solving it, for `solve` and `check`.
+        #[arg(long, value_delimiter = ',')]
+        dump_step: Vec<usize>,
         /// Print one JSON object with the totals on stdout instead of the summary table.
         #[arg(long)]
         json_summary: bool,
@@ -123,6 +127,7 @@ fn run(cli: Cli) -> signorini::Result<()> {
             out,
             snapshot_every,
             vtk,
+            dump_step,
             json_summary,
         } => {
             let mut scene = sim::scene::load(&scene, &sets)?;
@@ -132,6 +137,7 @@ fn run(cli: Cli) -> signorini::Result<()> {
                 dir: out.unwrap_or_else(|| PathBuf::from("out").join(&scene.name)),
                 snapshot_every: snapshot_every.unwrap_or(scene.run.snapshot_every),
                 vtk,
+                dump_steps: dump_step,
             };
             let bar = ProgressBar::new(steps as u64).with_style(
                 ProgressStyle::with_template(

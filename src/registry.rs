@@ -1,11 +1,16 @@
 //! Solver names → solvers. The CLI and the simulator pick solvers here by name.
 
 use crate::error::{Error, Result};
-use crate::solver::{GaussSeidel, Jacobi, Solver};
+use crate::solver::{Apgd, GaussSeidel, Jacobi, Solver, Spg};
 
 /// Every registered solver, in the order listed to users.
 fn all() -> Vec<Box<dyn Solver>> {
-    vec![Box::new(Jacobi), Box::new(GaussSeidel)]
+    vec![
+        Box::new(Jacobi),
+        Box::new(GaussSeidel),
+        Box::new(Spg::default()),
+        Box::new(Apgd),
+    ]
 }
 
 /// The names of the registered solvers.

@@ -23,6 +23,8 @@ pub struct Outputs {
     pub snapshot_every: usize,
     /// Also write VTK frames (and `frames.pvd`) at the snapshot interval.
     pub vtk: bool,
+    /// Steps (1-based) whose problem is written as `problem_XXXX.json` before it is solved.
+    pub dump_steps: Vec<usize>,
 }
 
 /// Totals of a run.
@@ -109,7 +111,12 @@ pub fn run(
     };
     let mut frames = Vec::new();
     let mut total_iterations = 0;
-    for _ in 0..steps {
+    for k in 1..=steps {
+        if outputs.dump_steps.contains(&k) {
+            let problem = world.problem().problem;
+            let path = outputs.dir.join(format!("problem_{k:04}.json"));
+            crate::problem::io::json::write(&problem, &path)?;
+        }
         let stats = world.step(solver)?;
         let out_start = Instant::now();
         csv.write(&stats)?;

@@ -202,8 +202,15 @@ impl World {
         self.contacts.len()
     }
 
-    /// The problem of the next step at the current state (runs collision detection).
+    /// Puts kinematic bodies where their prescribed motion has them at the current time.
+    fn prescribe(&mut self) {
+        let (t, h) = (self.time, self.settings.dt);
+        self.bodies.iter_mut().for_each(|b| b.prescribe(t, h));
+    }
+
+    /// The problem the next step will solve (runs collision detection), e.g. to dump it.
     pub fn problem(&mut self) -> StepProblem {
+        self.prescribe();
         self.detect();
         self.assemble()
     }
@@ -340,9 +347,7 @@ impl World {
     pub fn step_with_report(&mut self, solver: &dyn Solver) -> Result<(StepStats, Report)> {
         let start = Instant::now();
         let h = self.settings.dt;
-        for body in &mut self.bodies {
-            body.prescribe(self.time, h);
-        }
+        self.prescribe();
         let contacts = self.detect();
         let max_penetration = self.contacts.iter().fold(0.0f64, |m, c| m.max(-c.distance));
         let collision_s = start.elapsed().as_secs_f64();
@@ -372,9 +377,7 @@ impl World {
         }
         self.time += h;
         self.steps += 1;
-        for body in &mut self.bodies {
-            body.prescribe(self.time, h);
-        }
+        self.prescribe();
         let stats = StepStats {
             step: self.steps,
             time: self.time,

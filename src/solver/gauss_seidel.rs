@@ -5,7 +5,9 @@
 //! block (`w += s_k Δγ_k`, the `q̇` update of Algorithm 4.1), so a block costs O(its
 //! Jacobian) whatever the problem size; in the assembled form the block row of `N` is read.
 
-use super::{Report, Settings, Solver, block_steps, drive, projected_step};
+use super::{
+    Report, Settings, Solver, block_steps, drive, effective_r, projected_step, velocity_into,
+};
 use crate::error::Result;
 use crate::problem::System;
 
@@ -30,7 +32,8 @@ impl Solver for GaussSeidel {
         let op = sys.operator();
         let mut aux = vec![0.0; op.aux_len()];
         let mut fresh = true;
-        Ok(drive(self.name(), sys, settings, &eta, |gamma, _u| {
+        let r_eff = effective_r(sys, settings);
+        Ok(drive(self.name(), sys, settings, &eta, |gamma, u| {
             // w = M⁻¹ Jᵀ γ is built once from the initial iterate, then kept up to date by the
             // sweeps (the driver does not touch γ between them).
             if fresh {
@@ -43,7 +46,7 @@ impl Solver for GaussSeidel {
                 let mut nu = [0.0; 3];
                 op.block_product(k, gamma, &aux, &mut nu[..d]);
                 for (i, row) in range.clone().enumerate() {
-                    nu[i] += sys.r()[row] + sys.compliance()[row] * gamma[row];
+                    nu[i] += r_eff[row] + sys.compliance()[row] * gamma[row];
                 }
                 let next = projected_step(
                     cone,
@@ -59,6 +62,9 @@ impl Solver for GaussSeidel {
                 }
                 op.scatter(k, &delta[..d], &mut aux);
             }
+            // A sweep costs about one product; the new velocity another.
+            velocity_into(sys, &r_eff, gamma, u);
+            2
         }))
     }
 }

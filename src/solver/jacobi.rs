@@ -4,7 +4,9 @@
 
 use rayon::prelude::*;
 
-use super::{Report, Settings, Solver, block_steps, drive, projected_step};
+use super::{
+    Report, Settings, Solver, block_steps, drive, effective_r, projected_step, velocity_into,
+};
 use crate::error::Result;
 use crate::problem::System;
 
@@ -29,6 +31,7 @@ impl Solver for Jacobi {
         let eta = block_steps(sys, settings.block_step);
         let ranges: Vec<_> = (0..sys.blocks()).map(|k| sys.block_range(k)).collect();
         let mut next = vec![[0.0f64; 3]; sys.blocks()];
+        let r_eff = effective_r(sys, settings);
         Ok(drive(self.name(), sys, settings, &eta, |gamma, u| {
             next.par_iter_mut()
                 .with_min_len(crate::PAR_MIN_ITEMS)
@@ -46,6 +49,8 @@ impl Solver for Jacobi {
             for (range, block) in ranges.iter().zip(&next) {
                 gamma[range.clone()].copy_from_slice(&block[..range.len()]);
             }
+            velocity_into(sys, &r_eff, gamma, u);
+            1
         }))
     }
 }

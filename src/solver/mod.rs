@@ -1,8 +1,11 @@
 //! The solver interface: settings, status, report and trace, and the iteration driver that
 //! every iterative solver shares (warm start, residual per iteration, best iterate, stopping).
 
+pub mod apgd;
+mod coulomb;
 pub mod gauss_seidel;
 pub mod jacobi;
+pub mod spg;
 
 use std::time::Instant;
 
@@ -12,8 +15,10 @@ use crate::error::{Error, Result};
 use crate::problem::merit::{self, Merit};
 use crate::problem::{Cone, FrictionModel, System};
 
+pub use apgd::Apgd;
 pub use gauss_seidel::GaussSeidel;
 pub use jacobi::Jacobi;
+pub use spg::{Spg, SpgParams};
 
 /// Settings shared by the iterative solvers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,6 +40,10 @@ pub struct Settings {
     pub block_step: BlockStep,
     /// Initial impulses (warm start); projected on `K` before use. `None` starts from zero.
     pub warm_start: Option<Vec<f64>>,
+    /// A vector added to `r` (the De Saxcé term of the Coulomb fixed point's inner solves);
+    /// `None` for the problem as given.
+    #[serde(skip)]
+    pub bias: Option<Vec<f64>>,
 }
 
 /// The residual a solve stops on.
@@ -83,6 +92,7 @@ impl Default for Settings {
             stall_iterations: 10_000,
             block_step: BlockStep::default(),
             warm_start: None,
+            bias: None,
         }
     }
 }
@@ -163,6 +173,8 @@ pub struct TraceEntry {
     pub natural_map_inf: f64,
     /// Wall time since the start of the solve, seconds.
     pub time_s: f64,
+    /// Products with `N` (or sweeps of equal cost) since the start of the solve.
+    pub products: usize,
 }
 
 /// What a solve returns.
@@ -208,16 +220,18 @@ fn norm_inf(v: &[f64]) -> f64 {
 
 /// The shared loop of the iterative solvers.
 ///
-/// `step(γ, u)` performs one iteration in place, given `u = (N + E)γ + r` of the current
-/// iterate (a solver that does not need it ignores it). After each step the driver computes
-/// the new `u` (one product with `N`), the residual (with the solver's block steps `eta`),
-/// the trace entry, keeps the best iterate and decides whether to stop.
+/// `step(γ, u)` performs one iteration in place: given `u = (N + E)γ + r + bias` of the
+/// current iterate, it moves `γ` and leaves `u` the velocity of the new iterate, and returns
+/// the number of products with `N` (or sweeps of equal cost) it spent. The driver computes
+/// the residual (with the solver's block steps `eta`), the trace entry, keeps the best
+/// iterate and decides whether to stop. `bias` is zero except in the inner solves of the
+/// Coulomb fixed point ([`coulomb`]).
 pub(crate) fn drive(
     name: &'static str,
     sys: &System,
     settings: &Settings,
     eta: &[f64],
-    step: impl FnMut(&mut [f64], &[f64]) + Send,
+    step: impl FnMut(&mut [f64], &mut [f64]) -> usize + Send,
 ) -> Report {
     // Inside the pool, a parallel loop shorter than `PAR_MIN_ITEMS` runs on this worker
     // instead of being handed to another thread every iteration.
@@ -229,7 +243,7 @@ fn iterate(
     sys: &System,
     settings: &Settings,
     eta: &[f64],
-    mut step: impl FnMut(&mut [f64], &[f64]),
+    mut step: impl FnMut(&mut [f64], &mut [f64]) -> usize,
 ) -> Report {
     let start = Instant::now();
     let mut gamma = match &settings.warm_start {
@@ -240,6 +254,10 @@ fn iterate(
         cone.project(&mut gamma[sys.block_range(k)]);
     }
     let mut u = sys.velocity(&gamma);
+    if let Some(bias) = &settings.bias {
+        u.iter_mut().zip(bias).for_each(|(ui, bi)| *ui += bi);
+    }
+    let mut products = 1;
     let res = merit::residual(sys, &gamma, &u, settings.friction, eta);
     let value = settings.criterion.of(&res);
     let mut trace = vec![TraceEntry {
@@ -247,6 +265,7 @@ fn iterate(
         residual: value,
         natural_map_inf: res.inf,
         time_s: start.elapsed().as_secs_f64(),
+        products,
     }];
     let mut best = (value, res, gamma.clone());
     let mut last = res;
@@ -258,10 +277,8 @@ fn iterate(
         status = Status::Converged;
     }
     while status == Status::MaxIterations && iterations < settings.max_iter {
-        step(&mut gamma, &u);
+        products += step(&mut gamma, &mut u);
         iterations += 1;
-        sys.apply(&gamma, &mut u);
-        u.iter_mut().zip(sys.r()).for_each(|(ui, ri)| *ui += ri);
         let res = merit::residual(sys, &gamma, &u, settings.friction, eta);
         let value = settings.criterion.of(&res);
         last = res;
@@ -270,6 +287,7 @@ fn iterate(
             residual: value,
             natural_map_inf: res.inf,
             time_s: start.elapsed().as_secs_f64(),
+            products,
         });
         if iterations == 1 {
             gamma_scale = gamma_scale.max(norm_inf(&gamma));
@@ -306,6 +324,20 @@ fn iterate(
         gamma,
         trace,
     }
+}
+
+/// `r + bias`: the vector of the problem a solve works on.
+pub(crate) fn effective_r(sys: &System, settings: &Settings) -> Vec<f64> {
+    match &settings.bias {
+        Some(bias) => sys.r().iter().zip(bias).map(|(r, b)| r + b).collect(),
+        None => sys.r().to_vec(),
+    }
+}
+
+/// `u = (N + E) γ + r_eff`, one product.
+pub(crate) fn velocity_into(sys: &System, r_eff: &[f64], gamma: &[f64], u: &mut [f64]) {
+    sys.apply(gamma, u);
+    u.iter_mut().zip(r_eff).for_each(|(ui, ri)| *ui += ri);
 }
 
 /// One block's projected step `Π_K(γ_k − s û_k)` (paper 001 eq. (3) with `s = ω η_k`), with

@@ -1,0 +1,117 @@
+//! The Coulomb friction model for the solvers of the convex QP (SPG, APGD): a fixed point
+//! on the De Saxcé term `s = μ‖u_t‖` (DESIGN §1). With `s` frozen, `K ∋ γ ⊥ u + (s, 0, 0)`
+//! is the CCP of the same `N` with `r + (s, 0, 0)`: each outer round solves that QP from the
+//! previous impulses, then updates `s`, until the Coulomb natural map meets the tolerance.
+
+use std::time::Instant;
+
+use super::{Report, Settings, Status, TraceEntry, block_steps};
+use crate::problem::merit::{self, Residual};
+use crate::problem::{Cone, FrictionModel, System};
+
+/// Outer rounds without improvement of the Coulomb residual before giving up.
+const STALL_ROUNDS: usize = 20;
+
+/// Solves `sys` under `settings.friction` with `inner`, a CCP solver that honours
+/// `Settings::bias` and `Settings::warm_start`. The CCP model goes straight to `inner`.
+pub(crate) fn solve(
+    name: &'static str,
+    sys: &System,
+    settings: &Settings,
+    inner: impl Fn(&Settings) -> Report,
+) -> Report {
+    let frictional = sys
+        .cones()
+        .iter()
+        .any(|c| matches!(c, Cone::Coulomb { mu } if *mu > 0.0));
+    if settings.friction == FrictionModel::Ccp || !frictional {
+        return inner(&Settings {
+            friction: FrictionModel::Ccp,
+            ..settings.clone()
+        });
+    }
+    let start = Instant::now();
+    let eta = block_steps(sys, settings.block_step);
+    let mut gamma = settings
+        .warm_start
+        .clone()
+        .unwrap_or_else(|| vec![0.0; sys.rows()]);
+    for (k, cone) in sys.cones().iter().enumerate() {
+        cone.project(&mut gamma[sys.block_range(k)]);
+    }
+    let coulomb = |gamma: &[f64]| -> (Residual, Vec<f64>) {
+        let u = sys.velocity(gamma);
+        (
+            merit::residual(sys, gamma, &u, FrictionModel::Coulomb, &eta),
+            u,
+        )
+    };
+    let (mut res, mut u) = coulomb(&gamma);
+    let mut best = (settings.criterion.of(&res), res, gamma.clone());
+    let (mut iterations, mut products, mut since_best) = (0, 0, 0);
+    let mut trace: Vec<TraceEntry> = Vec::new();
+    let mut status = Status::MaxIterations;
+    loop {
+        if settings.criterion.of(&res) <= settings.tol {
+            status = Status::Converged;
+            break;
+        }
+        if iterations >= settings.max_iter {
+            break;
+        }
+        // s = μ‖u_t‖ on the normal row of every Coulomb block.
+        let mut bias = vec![0.0; sys.rows()];
+        for (k, cone) in sys.cones().iter().enumerate() {
+            let range = sys.block_range(k);
+            if let Cone::Coulomb { mu } = cone {
+                bias[range.start] = mu * u[range.start + 1].hypot(u[range.start + 2]);
+            }
+        }
+        let report = inner(&Settings {
+            friction: FrictionModel::Ccp,
+            max_iter: settings.max_iter - iterations,
+            warm_start: Some(gamma),
+            bias: Some(bias),
+            ..settings.clone()
+        });
+        let offset_t = trace.last().map_or(0.0, |t| t.time_s);
+        trace.extend(report.trace.iter().skip(1).map(|t| TraceEntry {
+            iteration: t.iteration + iterations,
+            time_s: t.time_s + offset_t,
+            products: t.products + products,
+            ..*t
+        }));
+        iterations += report.iterations.max(1);
+        products += report.trace.last().map_or(0, |t| t.products);
+        gamma = report.gamma;
+        (res, u) = coulomb(&gamma);
+        let value = settings.criterion.of(&res);
+        if !value.is_finite() {
+            status = Status::NumericalError;
+            break;
+        }
+        if value < best.0 {
+            best = (value, res, gamma.clone());
+            since_best = 0;
+        } else {
+            since_best += 1;
+            if since_best >= STALL_ROUNDS {
+                status = Status::Stalled;
+                break;
+            }
+        }
+    }
+    if status != Status::Converged {
+        (_, res, gamma) = best;
+    }
+    Report {
+        solver: name.to_string(),
+        status,
+        iterations,
+        time_s: start.elapsed().as_secs_f64(),
+        residual: res,
+        merit: merit::evaluate(sys, &gamma, FrictionModel::Coulomb),
+        gamma,
+        trace,
+    }
+}
