@@ -9,6 +9,7 @@ use serde_json::json;
 use indicatif::{ProgressBar, ProgressStyle};
 use signorini::problem::io::{self, Format};
 use signorini::problem::{FrictionModel, System};
+use signorini::report::convergence::{Series, write_convergence_plot};
 use signorini::solver::{Criterion, Report, Settings};
 use signorini::{registry, sim};
 
@@ -98,6 +99,13 @@ enum Command {
         /// Comma-separated solver names.
         #[arg(long, value_delimiter = ',', default_value = "jacobi,pgs")]
         solvers: Vec<String>,
+        /// Also draw residual vs iteration and vs time of every solver into this PNG.
+        #[arg(long)]
+        plot: Option<PathBuf>,
+        /// Also write each solver's trace to `DIR/<solver>.csv` (iteration, residual,
+        /// natural_map_inf, time_s, products).
+        #[arg(long, value_name = "DIR")]
+        trace: Option<PathBuf>,
     },
 }
 
@@ -168,7 +176,12 @@ fn run(cli: Cli) -> signorini::Result<()> {
                 print_table(&sys, &[report]);
             }
         }
-        Command::Check { options, solvers } => {
+        Command::Check {
+            options,
+            solvers,
+            plot,
+            trace,
+        } => {
             let (sys, settings) = prepare(&options)?;
             let solvers = solvers
                 .iter()
@@ -179,6 +192,19 @@ fn run(cli: Cli) -> signorini::Result<()> {
                 .map(|s| s.solve(&sys, &settings))
                 .collect::<signorini::Result<Vec<_>>>()?;
             let diff = max_difference(&reports);
+            if let Some(path) = &plot {
+                let series: Vec<_> = reports
+                    .iter()
+                    .map(|r| Series {
+                        label: &r.solver,
+                        trace: &r.trace,
+                    })
+                    .collect();
+                write_convergence_plot(path, sys.name(), &series)?;
+            }
+            if let Some(dir) = &trace {
+                write_traces(dir, &reports)?;
+            }
             if options.json {
                 let results: Vec<_> = reports.iter().map(report_json).collect();
                 let out = json!({
@@ -220,6 +246,27 @@ fn report_json(r: &Report) -> serde_json::Value {
         "time_s": r.time_s,
         "merit": r.merit,
     })
+}
+
+/// Writes `DIR/<solver>.csv` with the trace of each report.
+fn write_traces(dir: &std::path::Path, reports: &[Report]) -> signorini::Result<()> {
+    let io = |path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source| signorini::Error::Io { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    for r in reports {
+        let path = dir.join(format!("{}.csv", r.solver));
+        let mut text = String::from("iteration,residual,natural_map_inf,time_s,products\n");
+        for t in &r.trace {
+            text += &format!(
+                "{},{},{},{},{}\n",
+                t.iteration, t.residual, t.natural_map_inf, t.time_s, t.products
+            );
+        }
+        std::fs::write(&path, text).map_err(io(&path))?;
+    }
+    Ok(())
 }
 
 /// Largest ∞-norm difference between the impulse vectors of any two reports.

@@ -39,7 +39,12 @@ fn spg_and_apgd_agree_with_pgs_on_siconos_fc3d() {
             .collect();
         for r in &reports {
             let err = r.merit.siconos_error.unwrap();
-            assert!(err <= 1e-6, "{file}: {} reaches {err:e} ({})", r.solver, r.status);
+            assert!(
+                err <= 1e-6,
+                "{file}: {} reaches {err:e} ({})",
+                r.solver,
+                r.status
+            );
         }
         if definite {
             let scale = 1.0 + reports[0].gamma.iter().fold(0.0f64, |m, g| m.max(g.abs()));
@@ -54,9 +59,13 @@ fn spg_and_apgd_agree_with_pgs_on_siconos_fc3d() {
 
 /// The problem of a step of a scene, after `steps` steps with PGS.
 fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(file);
-    let sets: Vec<(String, String)> =
-        sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenes")
+        .join(file);
+    let sets: Vec<(String, String)> = sets
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let mut s = scene::load(&path, &sets).unwrap();
     let pgs = signorini::registry::solver("pgs").unwrap();
     for _ in 0..steps {
@@ -97,8 +106,14 @@ fn spg_and_apgd_agree_with_pgs_on_scene_problems() {
             );
         }
         let products = |r: &Report| r.trace.last().unwrap().products;
-        assert!(products(&reports[1]) < products(&reports[0]), "{file}: spg vs pgs");
-        assert!(products(&reports[2]) < products(&reports[0]), "{file}: apgd vs pgs");
+        assert!(
+            products(&reports[1]) < products(&reports[0]),
+            "{file}: spg vs pgs"
+        );
+        assert!(
+            products(&reports[2]) < products(&reports[0]),
+            "{file}: apgd vs pgs"
+        );
     }
 }
 
@@ -155,7 +170,11 @@ fn spg_is_as_fast_as_conjugate_gradients_on_a_bilateral_problem() {
     }
     let sys = System::new(&s.world.problem().problem).unwrap();
     assert_eq!(sys.rows(), 135);
-    assert!(sys.cones().iter().all(|c| matches!(c, signorini::problem::Cone::Bilateral { .. })));
+    assert!(
+        sys.cones()
+            .iter()
+            .all(|c| matches!(c, signorini::problem::Cone::Bilateral { .. }))
+    );
     let (x_cg, cg_iterations) = conjugate_gradients(&sys, 1e-8, 10_000);
     let spg = solve(
         &sys,
@@ -166,12 +185,77 @@ fn spg_is_as_fast_as_conjugate_gradients_on_a_bilateral_problem() {
             ..Settings::default()
         },
     );
-    println!("bilateral: CG {cg_iterations} iterations, SPG {} iterations", spg.iterations);
+    println!(
+        "bilateral: CG {cg_iterations} iterations, SPG {} iterations",
+        spg.iterations
+    );
     assert!(cg_iterations < 10_000, "CG did not converge");
     assert_eq!(spg.status, Status::Converged);
     let scale = x_cg.iter().fold(0.0f64, |m, g| m.max(g.abs()));
     for (a, b) in spg.gamma.iter().zip(&x_cg) {
         assert!((a - b).abs() <= 1e-5 * scale);
     }
-    assert!(spg.iterations <= 5 * cg_iterations, "SPG far slower than CG");
+    assert!(
+        spg.iterations <= 5 * cg_iterations,
+        "SPG far slower than CG"
+    );
+}
+
+/// `simulate --dump-step` writes a step's problem; `check --plot --trace` draws and records
+/// the convergence of every solver on it.
+#[test]
+fn cli_dumps_a_step_and_plots_convergence() {
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("spectral-cli");
+    let _ = std::fs::remove_dir_all(&out);
+    let bin = env!("CARGO_BIN_EXE_signorini");
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/sphere_pile.toml");
+    let run = std::process::Command::new(bin)
+        .args(["simulate", scene, "--steps", "8", "--dump-step", "8"])
+        .args([
+            "--set",
+            "lattice.0.count=60",
+            "--snapshot-every",
+            "0",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let problem = out.join("problem_0008.json");
+    let check = std::process::Command::new(bin)
+        .arg("check")
+        .arg(&problem)
+        .args([
+            "--solvers",
+            "pgs,spg,apgd",
+            "--tol",
+            "1e-8",
+            "--max-iter",
+            "5000",
+        ])
+        .arg("--plot")
+        .arg(out.join("chart.png"))
+        .arg("--trace")
+        .arg(out.join("trace"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(v["results"].as_array().unwrap().len(), 3);
+    assert!(out.join("chart.png").is_file());
+    for solver in ["pgs", "spg", "apgd"] {
+        let csv = std::fs::read_to_string(out.join("trace").join(format!("{solver}.csv"))).unwrap();
+        assert!(csv.starts_with("iteration,residual,natural_map_inf,time_s,products\n"));
+        assert!(csv.lines().count() > 2, "{solver}");
+    }
 }

@@ -1,5 +1,7 @@
-//! Output of a simulation: PNG snapshots, VTK frames for ParaView and the per-step CSV.
+//! Output of a simulation: PNG snapshots, VTK frames for ParaView and the per-step CSV; and
+//! convergence charts of solver traces.
 //!
+//! - [`convergence`]: residual vs iteration and vs time for several solves, log scale.
 //! - [`snapshot`]: a PNG with a front and a top view of the scene, bodies colored by speed.
 //! - [`vtk`]: one legacy VTK file per frame and the `.pvd` collection that lists them.
 //! - [`steps_csv`]: the per-step statistics, streamed to `steps.csv`.
@@ -7,6 +9,7 @@
 //! Whole files (snapshots, frames, collections) are written to a temporary file in the target's
 //! folder and renamed over the target, so that a reader never sees a half-written file.
 
+pub mod convergence;
 pub mod snapshot;
 pub mod steps_csv;
 pub mod vtk;
