@@ -32,6 +32,9 @@ pub struct Series<'a> {
     pub trace: &'a [TraceEntry],
 }
 
+/// The abscissa of a trace entry (iteration or wall time).
+type Abscissa = fn(&TraceEntry) -> f64;
+
 /// Residuals below this are drawn at it (a log axis has no zero).
 const FLOOR: f64 = 1e-16;
 
@@ -64,7 +67,7 @@ pub fn write_convergence_plot(path: &Path, title: &str, series: &[Series]) -> Re
         let root = BitMapBackend::new(temp, (1400, 560)).into_drawing_area();
         root.fill(&WHITE).map_err(io::Error::other)?;
         let (left, right) = root.split_horizontally(700);
-        let panels: [(_, &str, f64, fn(&TraceEntry) -> f64); 2] = [
+        let panels: [(_, &str, f64, Abscissa); 2] = [
             (left, "iteration", x_iter, |t| t.iteration as f64),
             (right, "wall time [s]", x_time, |t| t.time_s),
         ];
