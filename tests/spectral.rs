@@ -74,6 +74,9 @@ fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System {
     System::new(&s.world.problem().problem).unwrap()
 }
 
+/// A scene file, its overrides, the step to dump and whether PGS converges on it.
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], usize, bool);
+
 /// On problems dumped from the B1–B4 scenes (reduced sizes) and from balls_in_box, the
 /// solvers find the same optimal objective of the convex QP (CCP), and SPG and APGD need
 /// fewer products than PGS. On the B1 net (nearly flat, nearly singular `N`) PGS does not
@@ -86,7 +89,7 @@ fn spg_and_apgd_agree_with_pgs_on_scene_problems() {
         stall_iterations: 50_000,
         ..Settings::default()
     };
-    let cases: [(&str, &[(&str, &str)], usize, bool); 5] = [
+    let cases: [Case; 5] = [
         (
             "bilateral_network.toml",
             &[("net.0.nx", "6"), ("net.0.ny", "6")],
