@@ -173,16 +173,7 @@ fn temp_file(name: &str, text: &str) -> PathBuf {
 #[test]
 fn cli_solve_json_prints_one_object_with_the_merit_set() {
     let path = temp_file("ball.json", &json::to_string(&ball_on_plane()));
-    let out = bin()
-        .args(["solve", path.to_str().unwrap(), "--solver", "pgs", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = run_cli_json(["solve", path.to_str().unwrap(), "--solver", "pgs", "--json"]);
     assert_eq!(v["solver"], "pgs");
     assert_eq!(v["status"], "converged");
     assert!(v["iterations"].as_u64().is_some() && v["time_s"].as_f64().is_some());
@@ -202,24 +193,19 @@ fn cli_solve_json_prints_one_object_with_the_merit_set() {
 #[test]
 fn cli_check_compares_solvers_on_a_siconos_file() {
     let file = problems_dir().join("siconos/fc3d/Rover4144.dat");
-    let out = bin()
-        .args([
-            "check",
-            file.to_str().unwrap(),
-            "--friction",
-            "coulomb",
-            "--tol",
-            "1e-9",
-        ])
-        .args(["--max-iter", "100000", "--solvers", "jacobi,pgs", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = run_cli_json([
+        "check",
+        file.to_str().unwrap(),
+        "--friction",
+        "coulomb",
+        "--tol",
+        "1e-9",
+        "--max-iter",
+        "100000",
+        "--solvers",
+        "jacobi,pgs",
+        "--json",
+    ]);
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 2);
     for r in results {

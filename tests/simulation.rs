@@ -1,5 +1,7 @@
 //! Physics of the simulator against analytic answers, and scene-file errors.
 
+mod common;
+
 use nalgebra::Vector3;
 use signorini::registry;
 use signorini::sim::scene::{self, Scene};
@@ -315,28 +317,22 @@ fn every_scene_runs() {
 /// `signorini simulate` writes steps.csv, snapshots and VTK frames, and one JSON summary.
 #[test]
 fn cli_simulate_writes_its_outputs() {
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim-cli");
-    let _ = std::fs::remove_dir_all(&out);
+    let out = common::fresh_dir("sim-cli");
     let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_in_box.toml");
-    let run = std::process::Command::new(env!("CARGO_BIN_EXE_signorini"))
-        .args([
-            "simulate",
-            scene,
-            "--steps",
-            "6",
-            "--set",
-            "lattice.0.count=30",
-        ])
-        .args(["--snapshot-every", "3", "--vtk", "--json-summary", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let summary = common::run_cli_json([
+        "simulate",
+        scene,
+        "--steps",
+        "6",
+        "--set",
+        "lattice.0.count=30",
+        "--snapshot-every",
+        "3",
+        "--vtk",
+        "--json-summary",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(summary["steps"], 6);
     assert_eq!(summary["bodies"], 35);
     assert_eq!(summary["snapshots"], 2);

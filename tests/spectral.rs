@@ -240,52 +240,41 @@ fn spg_is_as_fast_as_conjugate_gradients_on_a_bilateral_problem() {
 /// the convergence of every solver on it.
 #[test]
 fn cli_dumps_a_step_and_plots_convergence() {
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("spectral-cli");
-    let _ = std::fs::remove_dir_all(&out);
-    let bin = env!("CARGO_BIN_EXE_signorini");
+    let out = fresh_dir("spectral-cli");
     let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/sphere_pile.toml");
-    let run = std::process::Command::new(bin)
-        .args(["simulate", scene, "--steps", "8", "--dump-step", "8"])
-        .args([
-            "--set",
-            "lattice.0.count=60",
-            "--snapshot-every",
-            "0",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let summary = run_cli_json([
+        "simulate",
+        scene,
+        "--steps",
+        "8",
+        "--dump-step",
+        "8",
+        "--set",
+        "lattice.0.count=60",
+        "--snapshot-every",
+        "0",
+        "--json-summary",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(summary["steps"], 8);
     let problem = out.join("problem_0008.json");
-    let check = std::process::Command::new(bin)
-        .arg("check")
-        .arg(&problem)
-        .args([
-            "--solvers",
-            "pgs,spg,apgd",
-            "--tol",
-            "1e-8",
-            "--max-iter",
-            "5000",
-        ])
-        .arg("--plot")
-        .arg(out.join("chart.png"))
-        .arg("--trace")
-        .arg(out.join("trace"))
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    let (chart, trace) = (out.join("chart.png"), out.join("trace"));
+    let v = run_cli_json([
+        "check",
+        problem.to_str().unwrap(),
+        "--solvers",
+        "pgs,spg,apgd",
+        "--tol",
+        "1e-8",
+        "--max-iter",
+        "5000",
+        "--plot",
+        chart.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+        "--json",
+    ]);
     assert_eq!(v["results"].as_array().unwrap().len(), 3);
     assert!(out.join("chart.png").is_file());
     for solver in ["pgs", "spg", "apgd"] {

@@ -80,3 +80,31 @@ pub fn assert_close(a: f64, b: f64, tol: f64) {
         "{a} is not within {tol} of {b}"
     );
 }
+
+/// An empty folder under cargo's temporary folder for integration tests.
+pub fn fresh_dir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs the `signorini` binary with `args`, asserts it succeeded and parses its stdout as one
+/// JSON object.
+#[track_caller]
+pub fn run_cli_json<I, S>(args: I) -> serde_json::Value
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_signorini"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
