@@ -208,12 +208,10 @@ impl Builder {
             half_extents: w.brick,
         };
         for r in 0..w.rows {
-            let shift = if w.stagger && r % 2 == 1 {
-                hx + 0.5 * w.gap
-            } else {
-                0.0
-            };
-            for c in 0..w.columns {
+            // A shifted row has one brick less, so that no brick overhangs the row below.
+            let shifted = w.stagger && r % 2 == 1;
+            let shift = if shifted { hx + 0.5 * w.gap } else { 0.0 };
+            for c in 0..w.columns - usize::from(shifted) {
                 let p = Vector3::new(
                     w.origin[0] + shift + hx + c as f64 * (2.0 * hx + w.gap),
                     w.origin[1] + hy,

@@ -242,8 +242,9 @@ fn down() -> [f64; 3] {
     [0.0, 0.0, -1.0]
 }
 
-/// A wall of `rows × columns` bricks along x, starting at `origin` (bottom-left-front), each
-/// other row shifted by half a brick when `stagger` is set.
+/// A wall of `rows` rows of `columns` bricks along x, starting at `origin`
+/// (bottom-left-front); with `stagger`, every other row is shifted by half a brick and holds
+/// one brick less.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WallSpec {
@@ -462,6 +463,13 @@ impl SceneFile {
                 positive(sec, format!("wall[{i}].brick"), h)?;
             }
             positive(sec, format!("wall[{i}].density"), w.density)?;
+            if w.columns < 2 && w.stagger {
+                return Err((
+                    sec,
+                    format!("wall[{i}].columns"),
+                    "a staggered wall needs at least 2 columns".into(),
+                ));
+            }
         }
         for (i, n) in self.net.iter().enumerate() {
             let sec = Some(("net", i));
