@@ -55,7 +55,11 @@ fn random_problem(seed: u64, n_bodies: usize, n_blocks: usize) -> Problem {
     let bodies = (0..n_bodies)
         .map(|_| Body {
             mass: rng.uniform(0.5, 2.0),
-            inertia: [rng.uniform(0.1, 1.0), rng.uniform(0.1, 1.0), rng.uniform(0.1, 1.0)],
+            inertia: [
+                rng.uniform(0.1, 1.0),
+                rng.uniform(0.1, 1.0),
+                rng.uniform(0.1, 1.0),
+            ],
             v_free: std::array::from_fn(|_| rng.uniform(-1.0, 1.0)),
         })
         .collect();
@@ -79,7 +83,11 @@ fn random_problem(seed: u64, n_bodies: usize, n_blocks: usize) -> Problem {
         let rows = (0..cone.dim() * blk.len())
             .map(|_| std::array::from_fn(|_| rng.uniform(-1.0, 1.0)))
             .collect();
-        let c = if matches!(cone, Cone::Bilateral { .. }) { 1e-3 } else { 0.0 };
+        let c = if matches!(cone, Cone::Bilateral { .. }) {
+            1e-3
+        } else {
+            0.0
+        };
         compliance.extend(std::iter::repeat_n(c, cone.dim()));
         cones.push(cone);
         jacobians.push(JacobianBlock { bodies: blk, rows });
@@ -214,8 +222,12 @@ fn jacobi_gpu_agrees_with_cpu_jacobi() {
         .iter()
         .zip(&g.gamma)
         .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
-    eprintln!("converged gamma: max |Δγ| / ‖γ‖∞ = {:e}", diff / norm_inf(&cpu.gamma));
-    assert!(diff <= 1e-2 * norm_inf(&cpu.gamma));
+    eprintln!(
+        "converged gamma: max |Δγ| / ‖γ‖∞ = {:e}",
+        diff / norm_inf(&cpu.gamma)
+    );
+    // Stopped at different iterations (92 vs 100 here): they differ by about the tolerance.
+    assert!(diff <= 1e-3 * norm_inf(&cpu.gamma));
 
     // The same number of iterations: the difference is f32 rounding only.
     let fixed = Settings {
@@ -235,7 +247,10 @@ fn jacobi_gpu_agrees_with_cpu_jacobi() {
         .iter()
         .zip(&g.gamma)
         .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
-    eprintln!("300 iterations: max |Δγ| / ‖γ‖∞ = {:e}", diff / norm_inf(&c.gamma));
+    eprintln!(
+        "300 iterations: max |Δγ| / ‖γ‖∞ = {:e}",
+        diff / norm_inf(&c.gamma)
+    );
     assert!(diff <= 1e-4 * norm_inf(&c.gamma));
 }
 

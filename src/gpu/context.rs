@@ -38,7 +38,9 @@ fn summary(adapter: &wgpu::Adapter) -> AdapterSummary {
     AdapterSummary {
         name: info.name,
         backend: format!("{:?}", info.backend),
-        driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
+        driver: format!("{} {}", info.driver, info.driver_info)
+            .trim()
+            .to_string(),
         device_type: format!("{:?}", info.device_type),
         max_storage_binding_size: adapter.limits().max_storage_buffer_binding_size,
     }
@@ -95,7 +97,12 @@ impl GpuContext {
             required_limits: limits,
             ..Default::default()
         }))
-        .map_err(|e| Error::Gpu(format!("cannot open a device on {}: {e}", adapter.get_info().name)))?;
+        .map_err(|e| {
+            Error::Gpu(format!(
+                "cannot open a device on {}: {e}",
+                adapter.get_info().name
+            ))
+        })?;
         Ok(GpuContext {
             device,
             queue,

@@ -76,7 +76,8 @@ pub struct JacobiData {
 }
 
 fn index(v: usize) -> Result<u32> {
-    u32::try_from(v).map_err(|_| Error::Gpu(format!("{v} exceeds the 32-bit indices of the kernels")))
+    u32::try_from(v)
+        .map_err(|_| Error::Gpu(format!("{v} exceeds the 32-bit indices of the kernels")))
 }
 
 impl JacobiData {
@@ -104,8 +105,12 @@ impl JacobiData {
                     dim: index(cone.dim())?,
                     row: index(offsets[k])?,
                     jac: index(op.jac_start()[k])?,
-                    body0: bodies.first().map_or(Ok(-1), |&b| index(b).map(|b| b as i32))?,
-                    body1: bodies.get(1).map_or(Ok(-1), |&b| index(b).map(|b| b as i32))?,
+                    body0: bodies
+                        .first()
+                        .map_or(Ok(-1), |&b| index(b).map(|b| b as i32))?,
+                    body1: bodies
+                        .get(1)
+                        .map_or(Ok(-1), |&b| index(b).map(|b| b as i32))?,
                     mu,
                     eta: eta[k] as f32,
                 })
@@ -127,7 +132,11 @@ impl JacobiData {
                 coulomb: u32::from(settings.friction == FrictionModel::Coulomb),
                 omega: settings.omega.unwrap_or(Jacobi::DEFAULT_OMEGA) as f32,
             },
-            links_ptr: op.links_ptr().iter().map(|&p| index(p)).collect::<Result<_>>()?,
+            links_ptr: op
+                .links_ptr()
+                .iter()
+                .map(|&p| index(p))
+                .collect::<Result<_>>()?,
             links: op
                 .links()
                 .iter()

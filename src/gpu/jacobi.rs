@@ -53,7 +53,12 @@ pub struct JacobiKernels<'a> {
 }
 
 /// A storage buffer holding `bytes` (at least 4 bytes: empty bindings are not allowed).
-fn storage(device: &wgpu::Device, label: &str, bytes: &[u8], usage: wgpu::BufferUsages) -> wgpu::Buffer {
+fn storage(
+    device: &wgpu::Device,
+    label: &str,
+    bytes: &[u8],
+    usage: wgpu::BufferUsages,
+) -> wgpu::Buffer {
     let mut contents = bytes.to_vec();
     contents.resize(bytes.len().max(4), 0);
     device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -109,13 +114,28 @@ impl<'a> JacobiKernels<'a> {
             contents: bytemuck::bytes_of(&data.params),
             usage: wgpu::BufferUsages::UNIFORM,
         });
-        let links_ptr = storage(device, "links_ptr", bytemuck::cast_slice(&data.links_ptr), none);
+        let links_ptr = storage(
+            device,
+            "links_ptr",
+            bytemuck::cast_slice(&data.links_ptr),
+            none,
+        );
         let links = storage(device, "links", bytemuck::cast_slice(&data.links), none);
         let blocks = storage(device, "blocks", bytemuck::cast_slice(&data.blocks), none);
         let jac = storage(device, "jac", bytemuck::cast_slice(&data.jac), none);
-        let minv_jac = storage(device, "minv_jac", bytemuck::cast_slice(&data.minv_jac), none);
+        let minv_jac = storage(
+            device,
+            "minv_jac",
+            bytemuck::cast_slice(&data.minv_jac),
+            none,
+        );
         let r = storage(device, "r", bytemuck::cast_slice(&data.r), none);
-        let compliance = storage(device, "compliance", bytemuck::cast_slice(&data.compliance), none);
+        let compliance = storage(
+            device,
+            "compliance",
+            bytemuck::cast_slice(&data.compliance),
+            none,
+        );
         let gamma_bytes: &[u8] = bytemuck::cast_slice(&data.gamma);
         let gamma = [
             storage(device, "gamma0", gamma_bytes, copy),
@@ -135,14 +155,25 @@ impl<'a> JacobiKernels<'a> {
             bind_group(
                 device,
                 &bodies_pipeline,
-                &[&params, &links_ptr, &links, &blocks, &minv_jac, &gamma[i], &w],
+                &[
+                    &params, &links_ptr, &links, &blocks, &minv_jac, &gamma[i], &w,
+                ],
             )
         });
         let blocks_groups = [0, 1].map(|i| {
             bind_group(
                 device,
                 &blocks_pipeline,
-                &[&params, &blocks, &jac, &w, &r, &compliance, &gamma[i], &gamma[1 - i]],
+                &[
+                    &params,
+                    &blocks,
+                    &jac,
+                    &w,
+                    &r,
+                    &compliance,
+                    &gamma[i],
+                    &gamma[1 - i],
+                ],
             )
         });
         JacobiKernels {
@@ -228,9 +259,7 @@ impl<'a> JacobiKernels<'a> {
             .device
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| gpu(&e))?;
-        rx.recv()
-            .map_err(|e| gpu(&e))?
-            .map_err(|e| gpu(&e))?;
+        rx.recv().map_err(|e| gpu(&e))?.map_err(|e| gpu(&e))?;
         let out = {
             let view = slice.get_mapped_range().map_err(|e| gpu(&e))?;
             bytemuck::pod_collect_to_vec(&view)
@@ -274,7 +303,11 @@ impl JacobiGpu {
     }
 
     /// [`Solver::solve`] that also returns the host–GPU traffic counters.
-    pub fn solve_with_stats(&self, sys: &System, settings: &Settings) -> Result<(Report, GpuStats)> {
+    pub fn solve_with_stats(
+        &self,
+        sys: &System,
+        settings: &Settings,
+    ) -> Result<(Report, GpuStats)> {
         settings.validate(sys.rows())?;
         let data = JacobiData::new(sys, settings)?;
         let ctx = self.context()?;
@@ -368,6 +401,7 @@ impl Solver for JacobiGpu {
     }
 
     fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
-        self.solve_with_stats(sys, settings).map(|(report, _)| report)
+        self.solve_with_stats(sys, settings)
+            .map(|(report, _)| report)
     }
 }
