@@ -297,3 +297,60 @@ fn assembled_problems_are_a_clear_error() {
         .unwrap_err();
     assert!(err.to_string().contains("factored form"), "{err}");
 }
+
+/// Size and field offsets of a WGSL struct of `shaders/common.wgsl`, by naga's reflection.
+fn wgsl_layout(name: &str) -> (u32, Vec<(String, u32)>) {
+    let source = include_str!("../shaders/common.wgsl");
+    let module = naga::front::wgsl::parse_str(source).unwrap();
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).unwrap();
+    let (handle, ty) = module
+        .types
+        .iter()
+        .find(|(_, t)| t.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("no struct {name} in common.wgsl"));
+    let naga::TypeInner::Struct { members, .. } = &ty.inner else {
+        panic!("{name} is not a struct")
+    };
+    let fields = members
+        .iter()
+        .map(|m| (m.name.clone().unwrap_or_default(), m.offset))
+        .collect();
+    (layouter[handle].size, fields)
+}
+
+#[test]
+fn host_structs_match_the_shaders() {
+    use signorini::gpu::{GpuBlock, Params};
+    use std::mem::{offset_of, size_of};
+    let (size, fields) = wgsl_layout("Params");
+    assert_eq!(size as usize, size_of::<Params>());
+    let host = [
+        ("n_bodies", offset_of!(Params, n_bodies)),
+        ("n_blocks", offset_of!(Params, n_blocks)),
+        ("coulomb", offset_of!(Params, coulomb)),
+        ("omega", offset_of!(Params, omega)),
+    ];
+    let host: Vec<_> = host
+        .iter()
+        .map(|(n, o)| (n.to_string(), *o as u32))
+        .collect();
+    assert_eq!(fields, host);
+    let (size, fields) = wgsl_layout("GpuBlock");
+    assert_eq!(size as usize, size_of::<GpuBlock>());
+    let host = [
+        ("kind", offset_of!(GpuBlock, kind)),
+        ("dim", offset_of!(GpuBlock, dim)),
+        ("row", offset_of!(GpuBlock, row)),
+        ("jac", offset_of!(GpuBlock, jac)),
+        ("body0", offset_of!(GpuBlock, body0)),
+        ("body1", offset_of!(GpuBlock, body1)),
+        ("mu", offset_of!(GpuBlock, mu)),
+        ("eta", offset_of!(GpuBlock, eta)),
+    ];
+    let host: Vec<_> = host
+        .iter()
+        .map(|(n, o)| (n.to_string(), *o as u32))
+        .collect();
+    assert_eq!(fields, host);
+}
