@@ -83,6 +83,10 @@ pub enum Error {
     /// A factorization needed to prepare the problem failed.
     #[error("factorization failed: {0}")]
     Factorization(String),
+    /// The GPU path cannot run: no adapter, a device error, or a problem form it does not
+    /// support.
+    #[error("GPU: {0}")]
+    Gpu(String),
     /// The file extension or content does not name a format we read.
     #[error("{file}: unknown problem format ({message})")]
     UnknownFormat {

@@ -45,6 +45,8 @@
 //!   merit set, and the file formats (native JSON, Siconos `.dat`).
 //! - [`solver`]: the solver trait, settings and reports, projected Jacobi and projected
 //!   Gauss–Seidel/SOR.
+//! - [`gpu`]: the GPU path (wgpu + WGSL, f32): device context, projected Jacobi on the GPU
+//!   and the CPU mirror of its kernels.
 //! - [`registry`]: solver names → solvers.
 //! - [`sim`]: the simulator: bodies, shapes, collision, joints, stepper, scenes.
 //! - [`report`]: output of a simulation: PNG snapshots (plotters), VTK frames and `.pvd`
@@ -52,6 +54,7 @@
 //! - [`error`]: the crate's error type.
 
 pub mod error;
+pub mod gpu;
 pub mod problem;
 pub mod registry;
 pub mod report;

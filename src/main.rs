@@ -53,6 +53,9 @@ struct SolveOptions {
 
 #[derive(Subcommand)]
 enum Command {
+    /// List the GPU adapters wgpu finds (pick one with the environment variable
+    /// `SIGNORINI_ADAPTER`, a substring of its name).
+    Info,
     /// Solve one problem file and print the merit set, status, iterations and time.
     Solve {
         #[command(flatten)]
@@ -127,6 +130,29 @@ fn parse_set(s: &str) -> Result<(String, String), String> {
 
 fn run(cli: Cli) -> signorini::Result<()> {
     match cli.command {
+        Command::Info => {
+            let adapters = signorini::gpu::adapters();
+            if adapters.is_empty() {
+                println!(
+                    "no GPU adapter found (without a GPU, install Mesa's software Vulkan driver, \
+                     Debian package mesa-vulkan-drivers)"
+                );
+            }
+            for (i, a) in adapters.iter().enumerate() {
+                println!(
+                    "{i}: {} ({}, {}, driver: {}, max storage binding: {} MiB)",
+                    a.name,
+                    a.backend,
+                    a.device_type,
+                    a.driver,
+                    a.max_storage_binding_size >> 20
+                );
+            }
+            println!(
+                "pick one with {}=<part of its name>",
+                signorini::gpu::ADAPTER_ENV
+            );
+        }
         Command::Simulate {
             scene,
             steps,

@@ -1,6 +1,10 @@
 //! Solver names → solvers. The CLI and the simulator pick solvers here by name.
+//!
+//! `jacobi-gpu` is always listed: it opens its device at its first solve, and without a
+//! usable adapter that solve returns [`Error::Gpu`] (see [`crate::gpu::JacobiGpu`]).
 
 use crate::error::{Error, Result};
+use crate::gpu::JacobiGpu;
 use crate::solver::{Apgd, GaussSeidel, Jacobi, Solver, Spg};
 
 /// Every registered solver, in the order listed to users.
@@ -10,6 +14,7 @@ fn all() -> Vec<Box<dyn Solver>> {
         Box::new(GaussSeidel),
         Box::new(Spg::default()),
         Box::new(Apgd),
+        Box::new(JacobiGpu::default()),
     ]
 }
 

@@ -35,6 +35,12 @@ pub trait DelassusOperator: Send + Sync {
 
     /// Updates the auxiliary state after block `k` of `gamma` changed by `delta`.
     fn scatter(&self, k: usize, delta: &[f64], aux: &mut [f64]);
+
+    /// The factored form, for the kernels that work on it directly (the GPU path); `None`
+    /// for an explicit `N`.
+    fn as_factored(&self) -> Option<&FactoredOperator> {
+        None
+    }
 }
 
 /// Row offsets of the blocks: block `k` holds rows `offsets[k]..offsets[k + 1]`.
@@ -128,6 +134,49 @@ impl FactoredOperator {
         &table[start..start + d]
     }
 
+    /// Number of dynamic bodies.
+    pub fn bodies(&self) -> usize {
+        self.links_ptr.len() - 1
+    }
+
+    /// Row offsets of the blocks: block `k` holds rows `offsets[k]..offsets[k + 1]`.
+    pub fn offsets(&self) -> &[usize] {
+        &self.offsets
+    }
+
+    /// The bodies of block `k` (1 or 2), side by side.
+    pub fn block_bodies(&self, k: usize) -> &[usize] {
+        &self.block_bodies[k]
+    }
+
+    /// First entry of each block in [`Self::jac`] and [`Self::minv_jac`]: block `k` has
+    /// `d_k` rows per body, side by side.
+    pub fn jac_start(&self) -> &[usize] {
+        &self.jac_start
+    }
+
+    /// The Jacobian rows of every block, block by block, side by side.
+    pub fn jac(&self) -> &[[f64; 6]] {
+        &self.jac
+    }
+
+    /// The rows of `M⁻¹ Jᵀ` (transposed: one row of 6 per Jacobian row), same layout as
+    /// [`Self::jac`].
+    pub fn minv_jac(&self) -> &[[f64; 6]] {
+        &self.minv_jac
+    }
+
+    /// CSR over bodies of the `(block, side)` pairs acting on each body, in block order:
+    /// body `i` has `links()[links_ptr()[i]..links_ptr()[i + 1]]`.
+    pub fn links_ptr(&self) -> &[usize] {
+        &self.links_ptr
+    }
+
+    /// The `(block, side)` pairs of [`Self::links_ptr`].
+    pub fn links(&self) -> &[(usize, usize)] {
+        &self.links
+    }
+
     /// `w = M⁻¹ Jᵀ γ`, 6 entries per body, bodies in parallel.
     pub fn impulse_to_velocity(&self, gamma: &[f64], w: &mut [f64]) {
         w.par_chunks_mut(6)
@@ -207,6 +256,10 @@ impl DelassusOperator for FactoredOperator {
         for (r, o) in out[..self.dim(k)].iter_mut().enumerate() {
             *o = self.row_times_velocity(self.offsets[k] + r, aux);
         }
+    }
+
+    fn as_factored(&self) -> Option<&FactoredOperator> {
+        Some(self)
     }
 
     fn scatter(&self, k: usize, delta: &[f64], aux: &mut [f64]) {

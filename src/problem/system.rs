@@ -128,6 +128,12 @@ impl System {
         self.op.as_ref()
     }
 
+    /// The factored operator (bodies and per-block Jacobians), `None` for an assembled or a
+    /// global problem.
+    pub fn factored(&self) -> Option<&FactoredOperator> {
+        self.op.as_factored()
+    }
+
     /// `y = (N + E) x`.
     pub fn apply(&self, x: &[f64], y: &mut [f64]) {
         self.op.apply(x, y);

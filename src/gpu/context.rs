@@ -1,0 +1,117 @@
+//! The wgpu instance, adapter, device and queue of the GPU solvers.
+
+use crate::error::{Error, Result};
+
+/// Environment variable that picks the adapter: a case-insensitive substring of its name
+/// (see `signorini info`). Unset or empty: wgpu's high-performance default.
+pub const ADAPTER_ENV: &str = "SIGNORINI_ADAPTER";
+
+/// What `signorini info` shows of one adapter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdapterSummary {
+    /// Adapter name (e.g. `llvmpipe (LLVM 15.0.6, 256 bits)`).
+    pub name: String,
+    /// Backend (Vulkan, ...).
+    pub backend: String,
+    /// Driver name and version.
+    pub driver: String,
+    /// Discrete GPU, integrated GPU, CPU, ...
+    pub device_type: String,
+    /// `max_storage_buffer_binding_size`, bytes.
+    pub max_storage_binding_size: u64,
+}
+
+/// A device and its queue, with the adapter's buffer limits.
+#[derive(Debug)]
+pub struct GpuContext {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+}
+
+fn instance() -> wgpu::Instance {
+    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+}
+
+fn summary(adapter: &wgpu::Adapter) -> AdapterSummary {
+    let info = adapter.get_info();
+    AdapterSummary {
+        name: info.name,
+        backend: format!("{:?}", info.backend),
+        driver: format!("{} {}", info.driver, info.driver_info)
+            .trim()
+            .to_string(),
+        device_type: format!("{:?}", info.device_type),
+        max_storage_binding_size: adapter.limits().max_storage_buffer_binding_size,
+    }
+}
+
+/// Every adapter wgpu finds, on every backend compiled in.
+pub fn adapters() -> Vec<AdapterSummary> {
+    pollster::block_on(instance().enumerate_adapters(wgpu::Backends::all()))
+        .iter()
+        .map(summary)
+        .collect()
+}
+
+impl GpuContext {
+    /// Picks an adapter ([`ADAPTER_ENV`], else the high-performance default) and opens a
+    /// device whose storage-buffer limits are the adapter's. No adapter, or a device that
+    /// cannot be opened, is an [`Error::Gpu`].
+    pub fn new() -> Result<Self> {
+        let instance = instance();
+        let wanted = std::env::var(ADAPTER_ENV).unwrap_or_default();
+        let adapter = if wanted.is_empty() {
+            pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            }))
+            .map_err(|e| {
+                Error::Gpu(format!(
+                    "no adapter found ({e}); without a GPU, install Mesa's software Vulkan \
+                     driver (Debian: mesa-vulkan-drivers)"
+                ))
+            })?
+        } else {
+            let all = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+            let names: Vec<String> = all.iter().map(|a| a.get_info().name).collect();
+            let needle = wanted.to_lowercase();
+            all.into_iter()
+                .find(|a| a.get_info().name.to_lowercase().contains(&needle))
+                .ok_or_else(|| {
+                    Error::Gpu(format!(
+                        "no adapter matches {ADAPTER_ENV}={wanted}; found: [{}]",
+                        names.join(", ")
+                    ))
+                })?
+        };
+        let supported = adapter.limits();
+        let limits = wgpu::Limits {
+            max_storage_buffer_binding_size: supported.max_storage_buffer_binding_size,
+            max_buffer_size: supported.max_buffer_size,
+            max_storage_buffers_per_shader_stage: supported.max_storage_buffers_per_shader_stage,
+            ..wgpu::Limits::default()
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("signorini"),
+            required_limits: limits,
+            ..Default::default()
+        }))
+        .map_err(|e| {
+            Error::Gpu(format!(
+                "cannot open a device on {}: {e}",
+                adapter.get_info().name
+            ))
+        })?;
+        Ok(GpuContext {
+            device,
+            queue,
+            info: adapter.get_info(),
+        })
+    }
+
+    /// The adapter's name.
+    pub fn adapter_name(&self) -> &str {
+        &self.info.name
+    }
+}
