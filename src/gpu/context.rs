@@ -1,5 +1,8 @@
 //! The wgpu instance, adapter, device and queue of the GPU solvers.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use crate::error::{Error, Result};
 
 /// Environment variable that picks the adapter: a case-insensitive substring of its name
@@ -21,13 +24,18 @@ pub struct AdapterSummary {
     pub max_storage_binding_size: u64,
 }
 
-/// A device and its queue, with the adapter's buffer limits.
+/// A device and its queue, with the adapter's buffer limits, and the compute pipelines
+/// compiled on it so far (each kernel is compiled once per device, not once per solve).
 #[derive(Debug)]
 pub struct GpuContext {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
+    pipelines: Mutex<HashMap<&'static str, wgpu::ComputePipeline>>,
 }
+
+/// WGSL shared by every kernel (structs), prepended to each kernel's source.
+const COMMON: &str = include_str!("../../shaders/common.wgsl");
 
 fn instance() -> wgpu::Instance {
     wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
@@ -107,11 +115,40 @@ impl GpuContext {
             device,
             queue,
             info: adapter.get_info(),
+            pipelines: Mutex::new(HashMap::new()),
         })
     }
 
     /// The adapter's name.
     pub fn adapter_name(&self) -> &str {
         &self.info.name
+    }
+}
+
+impl GpuContext {
+    /// The compute pipeline of kernel `name` (entry point `main`, WGSL `source` after the
+    /// common structs), compiled at its first use on this device.
+    pub(crate) fn pipeline(&self, name: &'static str, source: &str) -> wgpu::ComputePipeline {
+        let mut cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(name)
+            .or_insert_with(|| {
+                let module = self
+                    .device
+                    .create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: Some(name),
+                        source: wgpu::ShaderSource::Wgsl(format!("{COMMON}\n{source}").into()),
+                    });
+                self.device
+                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(name),
+                        layout: None,
+                        module: &module,
+                        entry_point: Some("main"),
+                        compilation_options: Default::default(),
+                        cache: None,
+                    })
+            })
+            .clone()
     }
 }

@@ -17,7 +17,6 @@ use crate::solver::{DIVERGENCE_FACTOR, Report, Settings, Solver, Status, TraceEn
 /// after each submission only.
 pub const READBACK_EVERY: usize = 10;
 
-const COMMON: &str = include_str!("../../shaders/common.wgsl");
 const BODIES: &str = include_str!("../../shaders/jacobi_bodies.wgsl");
 const BLOCKS: &str = include_str!("../../shaders/jacobi_blocks.wgsl");
 const WORKGROUP: u32 = 64;
@@ -65,21 +64,6 @@ fn storage(
         label: Some(label),
         contents: &contents,
         usage: wgpu::BufferUsages::STORAGE | usage,
-    })
-}
-
-fn pipeline(device: &wgpu::Device, label: &str, source: &str) -> wgpu::ComputePipeline {
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some(label),
-        source: wgpu::ShaderSource::Wgsl(format!("{COMMON}\n{source}").into()),
-    });
-    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some(label),
-        layout: None,
-        module: &module,
-        entry_point: Some("main"),
-        compilation_options: Default::default(),
-        cache: None,
     })
 }
 
@@ -149,8 +133,8 @@ impl<'a> JacobiKernels<'a> {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let bodies_pipeline = pipeline(device, "jacobi_bodies", BODIES);
-        let blocks_pipeline = pipeline(device, "jacobi_blocks", BLOCKS);
+        let bodies_pipeline = ctx.pipeline("jacobi_bodies", BODIES);
+        let blocks_pipeline = ctx.pipeline("jacobi_blocks", BLOCKS);
         let bodies_groups = [0, 1].map(|i| {
             bind_group(
                 device,
