@@ -9,8 +9,9 @@ use serde_json::json;
 use indicatif::{ProgressBar, ProgressStyle};
 use signorini::problem::io::{self, Format};
 use signorini::problem::{FrictionModel, System};
+use signorini::registry::Device;
 use signorini::report::convergence::{Series, write_convergence_plot};
-use signorini::solver::{Criterion, Report, Settings};
+use signorini::solver::{Criterion, Report, Settings, Solver};
 use signorini::{registry, sim};
 
 /// Cone complementarity solvers for non-smooth multibody dynamics.
@@ -49,6 +50,10 @@ struct SolveOptions {
     /// Print one JSON object on stdout instead of a table.
     #[arg(long)]
     json: bool,
+    /// cpu, or gpu for the `-gpu` variant of each solver (the CPU one, with a note, when
+    /// no GPU adapter exists).
+    #[arg(long, default_value = "cpu")]
+    device: Device,
 }
 
 #[derive(Subcommand)]
@@ -94,6 +99,10 @@ enum Command {
         /// Print one JSON object with the totals on stdout instead of the summary table.
         #[arg(long)]
         json_summary: bool,
+        /// cpu, or gpu for the `-gpu` variant of the solver (the CPU one, with a note, when
+        /// no GPU adapter exists).
+        #[arg(long, default_value = "cpu")]
+        device: Device,
     },
     /// Run several solvers on one problem and compare them side by side.
     Check {
@@ -120,6 +129,15 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The solver `name` on `device`; a CPU fallback's note goes to stderr.
+fn pick(name: &str, device: Device) -> signorini::Result<Box<dyn Solver>> {
+    let (solver, note) = registry::solver_on(name, device)?;
+    if let Some(note) = note {
+        eprintln!("note: {note}");
+    }
+    Ok(solver)
 }
 
 fn parse_set(s: &str) -> Result<(String, String), String> {
@@ -163,9 +181,10 @@ fn run(cli: Cli) -> signorini::Result<()> {
             vtk,
             dump_step,
             json_summary,
+            device,
         } => {
             let mut scene = sim::scene::load(&scene, &sets)?;
-            let solver = registry::solver(solver.as_deref().unwrap_or(&scene.run.solver))?;
+            let solver = pick(solver.as_deref().unwrap_or(&scene.run.solver), device)?;
             let steps = steps.unwrap_or(scene.run.steps);
             let outputs = sim::run::Outputs {
                 dir: out.unwrap_or_else(|| PathBuf::from("out").join(&scene.name)),
@@ -195,7 +214,7 @@ fn run(cli: Cli) -> signorini::Result<()> {
         }
         Command::Solve { options, solver } => {
             let (sys, settings) = prepare(&options)?;
-            let report = registry::solver(&solver)?.solve(&sys, &settings)?;
+            let report = pick(&solver, options.device)?.solve(&sys, &settings)?;
             if options.json {
                 println!("{}", report_json(&report));
             } else {
@@ -211,7 +230,7 @@ fn run(cli: Cli) -> signorini::Result<()> {
             let (sys, settings) = prepare(&options)?;
             let solvers = solvers
                 .iter()
-                .map(|name| registry::solver(name))
+                .map(|name| pick(name, options.device))
                 .collect::<signorini::Result<Vec<_>>>()?;
             let reports = solvers
                 .iter()

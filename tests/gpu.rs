@@ -354,3 +354,46 @@ fn host_structs_match_the_shaders() {
         .collect();
     assert_eq!(fields, host);
 }
+
+/// `--device gpu` runs the `-gpu` variant of the chosen solver; a solver without one is a
+/// clear error.
+#[test]
+fn device_gpu_selects_the_gpu_variant() {
+    if context().is_none() {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_signorini");
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_in_box.toml");
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("device-gpu");
+    let run = std::process::Command::new(bin)
+        .args([
+            "simulate",
+            scene,
+            "--steps",
+            "3",
+            "--set",
+            "lattice.0.count=20",
+        ])
+        .args(["--solver", "jacobi", "--device", "gpu", "--json-summary"])
+        .args(["--snapshot-every", "0", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(summary["solver"], "jacobi-gpu");
+    let (solver, note) = registry::solver_on("jacobi", registry::Device::Gpu).unwrap();
+    assert_eq!((solver.name(), note), ("jacobi-gpu", None));
+    let err = registry::solver_on("spg", registry::Device::Gpu)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("`spg` has no GPU variant yet; GPU solvers: jacobi-gpu"),
+        "{err}"
+    );
+}
