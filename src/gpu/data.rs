@@ -116,13 +116,7 @@ impl JacobiData {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut gamma = settings
-            .warm_start
-            .clone()
-            .unwrap_or_else(|| vec![0.0; sys.rows()]);
-        for (k, cone) in sys.cones().iter().enumerate() {
-            cone.project(&mut gamma[sys.block_range(k)]);
-        }
+        let gamma = crate::solver::progress::initial_iterate(sys, settings);
         let flat = |rows: &[[f64; 6]]| rows.iter().flatten().map(|&v| v as f32).collect();
         let to_f32 = |v: &[f64]| v.iter().map(|&x| x as f32).collect();
         Ok(JacobiData {

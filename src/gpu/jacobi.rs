@@ -2,7 +2,6 @@
 //! solver ([`JacobiGpu`]) that drives them and measures the residual in `f64` on the CPU.
 
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 use wgpu::util::DeviceExt;
 
@@ -11,7 +10,8 @@ use super::data::JacobiData;
 use crate::error::{Error, Result};
 use crate::problem::System;
 use crate::problem::merit;
-use crate::solver::{DIVERGENCE_FACTOR, Report, Settings, Solver, Status, TraceEntry};
+use crate::solver::progress::{Progress, biased_velocity};
+use crate::solver::{Report, Settings, Solver, Status};
 
 /// Iterations recorded per command buffer; `γ` is read back (and the residual measured)
 /// after each submission only.
@@ -295,86 +295,28 @@ impl JacobiGpu {
         settings.validate(sys.rows())?;
         let data = JacobiData::new(sys, settings)?;
         let ctx = self.context()?;
-        let start = Instant::now();
         let measure = |gamma: &[f64]| {
-            let mut u = sys.velocity(gamma);
-            if let Some(bias) = &settings.bias {
-                u.iter_mut().zip(bias).for_each(|(ui, bi)| *ui += bi);
-            }
+            let u = biased_velocity(sys, settings, gamma);
             merit::residual(sys, gamma, &u, settings.friction, &data.eta)
         };
         let widen = |g: &[f32]| g.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
         let mut gamma = widen(&data.gamma);
-        let res = measure(&gamma);
-        let value = settings.criterion.of(&res);
-        let mut products = 1;
-        let mut trace = vec![TraceEntry {
-            iteration: 0,
-            residual: value,
-            natural_map_inf: res.inf,
-            time_s: start.elapsed().as_secs_f64(),
-            products,
-        }];
-        let mut best = (value, res, gamma.clone());
-        let mut last = res;
-        let mut gamma_scale = gamma.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-        let mut since_best = 0;
-        let mut iterations = 0;
-        let mut status = if value <= settings.tol {
-            Status::Converged
-        } else {
-            Status::MaxIterations
-        };
+        let (mut progress, mut status) = Progress::new(settings, &gamma, measure(&gamma));
+        if settings.max_iter == 0 && status.is_none() {
+            status = Some(Status::MaxIterations);
+        }
         let mut kernels = JacobiKernels::new(ctx, &data);
-        while status == Status::MaxIterations && iterations < settings.max_iter {
-            let chunk = READBACK_EVERY.min(settings.max_iter - iterations);
+        let status = loop {
+            if let Some(status) = status {
+                break status;
+            }
+            let chunk = READBACK_EVERY.min(settings.max_iter - progress.iterations());
             kernels.run(chunk);
-            iterations += chunk;
             gamma = widen(&kernels.read_gamma()?);
-            let res = measure(&gamma);
-            products += chunk + 1;
-            let value = settings.criterion.of(&res);
-            last = res;
-            trace.push(TraceEntry {
-                iteration: iterations,
-                residual: value,
-                natural_map_inf: res.inf,
-                time_s: start.elapsed().as_secs_f64(),
-                products,
-            });
-            let norm = gamma.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-            if iterations == chunk {
-                gamma_scale = gamma_scale.max(norm);
-            }
-            if !value.is_finite() || norm > DIVERGENCE_FACTOR * gamma_scale {
-                status = Status::NumericalError;
-            } else if value <= settings.tol {
-                status = Status::Converged;
-            } else if value < best.0 {
-                best = (value, res, gamma.clone());
-                since_best = 0;
-            } else {
-                since_best += chunk;
-                if since_best >= settings.stall_iterations {
-                    status = Status::Stalled;
-                }
-            }
-        }
-        if status != Status::Converged {
-            gamma = best.2;
-            last = best.1;
-        }
-        let time_s = start.elapsed().as_secs_f64();
-        let report = Report {
-            solver: self.name().to_string(),
-            status,
-            iterations,
-            time_s,
-            residual: last,
-            merit: merit::evaluate(sys, &gamma, settings.friction),
-            gamma,
-            trace,
+            // One product per iteration, and one for the residual.
+            status = progress.record(&gamma, measure(&gamma), chunk, chunk + 1);
         };
+        let report = progress.finish(self.name(), sys, status, gamma);
         Ok((report, kernels.stats()))
     }
 }

@@ -32,13 +32,7 @@ pub(crate) fn solve(
     }
     let start = Instant::now();
     let eta = block_steps(sys, settings.block_step);
-    let mut gamma = settings
-        .warm_start
-        .clone()
-        .unwrap_or_else(|| vec![0.0; sys.rows()]);
-    for (k, cone) in sys.cones().iter().enumerate() {
-        cone.project(&mut gamma[sys.block_range(k)]);
-    }
+    let mut gamma = super::progress::initial_iterate(sys, settings);
     let coulomb = |gamma: &[f64]| -> (Residual, Vec<f64>) {
         let u = sys.velocity(gamma);
         (

@@ -3,11 +3,12 @@
 
 pub mod apgd;
 mod coulomb;
+pub(crate) mod progress;
+
+use progress::Progress;
 pub mod gauss_seidel;
 pub mod jacobi;
 pub mod spg;
-
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -214,10 +215,6 @@ pub trait Solver: Send + Sync {
 /// relative residual).
 pub const DIVERGENCE_FACTOR: f64 = 1e12;
 
-fn norm_inf(v: &[f64]) -> f64 {
-    v.iter().fold(0.0, |m, x| m.max(x.abs()))
-}
-
 /// The shared loop of the iterative solvers.
 ///
 /// `step(γ, u)` performs one iteration in place: given `u = (N + E)γ + r + bias` of the
@@ -245,85 +242,22 @@ fn iterate(
     eta: &[f64],
     mut step: impl FnMut(&mut [f64], &mut [f64]) -> usize,
 ) -> Report {
-    let start = Instant::now();
-    let mut gamma = match &settings.warm_start {
-        Some(ws) => ws.clone(),
-        None => vec![0.0; sys.rows()],
-    };
-    for (k, cone) in sys.cones().iter().enumerate() {
-        cone.project(&mut gamma[sys.block_range(k)]);
-    }
-    let mut u = sys.velocity(&gamma);
-    if let Some(bias) = &settings.bias {
-        u.iter_mut().zip(bias).for_each(|(ui, bi)| *ui += bi);
-    }
-    let mut products = 1;
+    let mut gamma = progress::initial_iterate(sys, settings);
+    let mut u = progress::biased_velocity(sys, settings, &gamma);
     let res = merit::residual(sys, &gamma, &u, settings.friction, eta);
-    let value = settings.criterion.of(&res);
-    let mut trace = vec![TraceEntry {
-        iteration: 0,
-        residual: value,
-        natural_map_inf: res.inf,
-        time_s: start.elapsed().as_secs_f64(),
-        products,
-    }];
-    let mut best = (value, res, gamma.clone());
-    let mut last = res;
-    let mut gamma_scale = norm_inf(&gamma);
-    let mut since_best = 0;
-    let mut status = Status::MaxIterations;
-    let mut iterations = 0;
-    if value <= settings.tol {
-        status = Status::Converged;
+    let (mut progress, mut status) = Progress::new(settings, &gamma, res);
+    if settings.max_iter == 0 && status.is_none() {
+        status = Some(Status::MaxIterations);
     }
-    while status == Status::MaxIterations && iterations < settings.max_iter {
-        products += step(&mut gamma, &mut u);
-        iterations += 1;
+    let status = loop {
+        if let Some(status) = status {
+            break status;
+        }
+        let products = step(&mut gamma, &mut u);
         let res = merit::residual(sys, &gamma, &u, settings.friction, eta);
-        let value = settings.criterion.of(&res);
-        last = res;
-        trace.push(TraceEntry {
-            iteration: iterations,
-            residual: value,
-            natural_map_inf: res.inf,
-            time_s: start.elapsed().as_secs_f64(),
-            products,
-        });
-        if iterations == 1 {
-            gamma_scale = gamma_scale.max(norm_inf(&gamma));
-        }
-        let diverged = norm_inf(&gamma) > DIVERGENCE_FACTOR * gamma_scale;
-        if !value.is_finite() || diverged {
-            status = Status::NumericalError;
-        } else if value <= settings.tol {
-            status = Status::Converged;
-        } else if value < best.0 {
-            best.0 = value;
-            best.1 = res;
-            best.2.copy_from_slice(&gamma);
-            since_best = 0;
-        } else {
-            since_best += 1;
-            if since_best >= settings.stall_iterations {
-                status = Status::Stalled;
-            }
-        }
-    }
-    if status != Status::Converged {
-        gamma = best.2;
-        last = best.1;
-    }
-    let time_s = start.elapsed().as_secs_f64();
-    Report {
-        solver: name.to_string(),
-        status,
-        iterations,
-        time_s,
-        residual: last,
-        merit: merit::evaluate(sys, &gamma, settings.friction),
-        gamma,
-        trace,
-    }
+        status = progress.record(&gamma, res, 1, products);
+    };
+    progress.finish(name, sys, status, gamma)
 }
 
 /// `r + bias`: the vector of the problem a solve works on.

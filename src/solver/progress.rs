@@ -1,0 +1,158 @@
+//! The bookkeeping every iterative solver shares: the initial iterate, the trace, the best
+//! iterate, and the decision to stop (tolerance, stall, divergence, non-finite residual).
+
+use std::time::Instant;
+
+use super::{DIVERGENCE_FACTOR, Report, Settings, Status, TraceEntry};
+use crate::problem::System;
+use crate::problem::merit::{self, Residual};
+
+/// The warm start (or zero) projected on `K`: the first iterate of every solve.
+pub(crate) fn initial_iterate(sys: &System, settings: &Settings) -> Vec<f64> {
+    let mut gamma = settings
+        .warm_start
+        .clone()
+        .unwrap_or_else(|| vec![0.0; sys.rows()]);
+    for (k, cone) in sys.cones().iter().enumerate() {
+        cone.project(&mut gamma[sys.block_range(k)]);
+    }
+    gamma
+}
+
+/// `u = (N + E) γ + r + bias` of the problem a solve works on (one product).
+pub(crate) fn biased_velocity(sys: &System, settings: &Settings, gamma: &[f64]) -> Vec<f64> {
+    let mut u = sys.velocity(gamma);
+    if let Some(bias) = &settings.bias {
+        u.iter_mut().zip(bias).for_each(|(ui, bi)| *ui += bi);
+    }
+    u
+}
+
+fn norm_inf(v: &[f64]) -> f64 {
+    v.iter().fold(0.0, |m, x| m.max(x.abs()))
+}
+
+/// Progress of one solve: fed each measured iterate, it keeps the trace and the best
+/// iterate and says when to stop; [`Progress::finish`] turns it into the report.
+pub(crate) struct Progress<'a> {
+    settings: &'a Settings,
+    start: Instant,
+    trace: Vec<TraceEntry>,
+    best: (f64, Residual, Vec<f64>),
+    last: Residual,
+    /// ∞-norm of the first iterates, the reference of the divergence test.
+    gamma_scale: f64,
+    since_best: usize,
+    iterations: usize,
+    products: usize,
+}
+
+impl<'a> Progress<'a> {
+    /// Starts from the initial iterate and its residual (one product spent on it); returns
+    /// `Converged` as the status when it already meets the tolerance.
+    pub(crate) fn new(
+        settings: &'a Settings,
+        gamma: &[f64],
+        res: Residual,
+    ) -> (Self, Option<Status>) {
+        let start = Instant::now();
+        let value = settings.criterion.of(&res);
+        let progress = Progress {
+            settings,
+            start,
+            trace: vec![TraceEntry {
+                iteration: 0,
+                residual: value,
+                natural_map_inf: res.inf,
+                time_s: 0.0,
+                products: 1,
+            }],
+            best: (value, res, gamma.to_vec()),
+            last: res,
+            gamma_scale: norm_inf(gamma),
+            since_best: 0,
+            iterations: 0,
+            products: 1,
+        };
+        let status = (value <= settings.tol).then_some(Status::Converged);
+        (progress, status)
+    }
+
+    /// Iterations so far.
+    pub(crate) fn iterations(&self) -> usize {
+        self.iterations
+    }
+
+    /// Records the iterate reached after `iterations` more iterations that cost `products`
+    /// products; returns the status when the solve must stop.
+    pub(crate) fn record(
+        &mut self,
+        gamma: &[f64],
+        res: Residual,
+        iterations: usize,
+        products: usize,
+    ) -> Option<Status> {
+        let first = self.iterations == 0;
+        self.iterations += iterations;
+        self.products += products;
+        let value = self.settings.criterion.of(&res);
+        self.last = res;
+        self.trace.push(TraceEntry {
+            iteration: self.iterations,
+            residual: value,
+            natural_map_inf: res.inf,
+            time_s: self.start.elapsed().as_secs_f64(),
+            products: self.products,
+        });
+        let norm = norm_inf(gamma);
+        if first {
+            self.gamma_scale = self.gamma_scale.max(norm);
+        }
+        if !value.is_finite() || norm > DIVERGENCE_FACTOR * self.gamma_scale {
+            return Some(Status::NumericalError);
+        }
+        if value <= self.settings.tol {
+            return Some(Status::Converged);
+        }
+        if value < self.best.0 {
+            self.best.0 = value;
+            self.best.1 = res;
+            self.best.2.copy_from_slice(gamma);
+            self.since_best = 0;
+        } else {
+            self.since_best += iterations;
+            if self.since_best >= self.settings.stall_iterations {
+                return Some(Status::Stalled);
+            }
+        }
+        if self.iterations >= self.settings.max_iter {
+            return Some(Status::MaxIterations);
+        }
+        None
+    }
+
+    /// The report: the last iterate `gamma` if converged, else the best one.
+    pub(crate) fn finish(
+        self,
+        name: &str,
+        sys: &System,
+        status: Status,
+        gamma: Vec<f64>,
+    ) -> Report {
+        let (gamma, residual) = if status == Status::Converged {
+            (gamma, self.last)
+        } else {
+            (self.best.2, self.best.1)
+        };
+        Report {
+            solver: name.to_string(),
+            status,
+            iterations: self.iterations,
+            time_s: self.start.elapsed().as_secs_f64(),
+            residual,
+            merit: merit::evaluate(sys, &gamma, self.settings.friction),
+            gamma,
+            trace: self.trace,
+        }
+    }
+}
