@@ -51,8 +51,10 @@
 //! - [`sim`]: the simulator: bodies, shapes, collision, joints, stepper, scenes.
 //! - [`report`]: output of a simulation: PNG snapshots (plotters), VTK frames and `.pvd`
 //!   collections for ParaView, the per-step CSV.
+//! - [`bench`]: the benchmarks of `signorini bench` (throughput CPU vs GPU).
 //! - [`error`]: the crate's error type.
 
+pub mod bench;
 pub mod error;
 pub mod gpu;
 pub mod problem;

@@ -56,11 +56,40 @@ struct SolveOptions {
     device: Device,
 }
 
+/// The suites of `signorini bench`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Suite {
+    /// Contact-iterations per second, CPU vs GPU, and the fraction of the bandwidth.
+    Throughput,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// List the GPU adapters wgpu finds (pick one with the environment variable
     /// `SIGNORINI_ADAPTER`, a substring of its name).
     Info,
+    /// Run a benchmark suite: `throughput` prints contact-iterations per second on the CPU
+    /// and on the GPU side by side, with the GPU figure as a fraction of the bandwidth a copy
+    /// kernel measures in the same run.
+    Bench {
+        /// The suite: throughput.
+        suite: Suite,
+        /// CPU solver names, comma-separated (the GPU rows run their `-gpu` variants).
+        #[arg(long, value_delimiter = ',', default_value = "jacobi")]
+        solvers: Vec<String>,
+        /// Numbers of contacts, comma-separated (`1e3,1e4`).
+        #[arg(long, default_value = "1e3,1e4,1e5")]
+        sizes: String,
+        /// Devices, comma-separated: cpu, gpu.
+        #[arg(long, value_delimiter = ',', default_value = "cpu,gpu")]
+        device: Vec<Device>,
+        /// Iterations per measurement.
+        #[arg(long, default_value_t = 100)]
+        iterations: usize,
+        /// Print one JSON object on stdout instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Solve one problem file and print the merit set, status, iterations and time.
     Solve {
         #[command(flatten)]
@@ -148,6 +177,27 @@ fn parse_set(s: &str) -> Result<(String, String), String> {
 
 fn run(cli: Cli) -> signorini::Result<()> {
     match cli.command {
+        Command::Bench {
+            suite: Suite::Throughput,
+            solvers,
+            sizes,
+            device,
+            iterations,
+            json,
+        } => {
+            let config = signorini::bench::throughput::Config {
+                solvers,
+                sizes: signorini::bench::parse_sizes(&sizes, "sizes")?,
+                devices: device,
+                iterations,
+            };
+            let result = signorini::bench::throughput::run(&config, |line| eprintln!("{line}"))?;
+            if json {
+                println!("{}", json!(result));
+            } else {
+                print!("{result}");
+            }
+        }
         Command::Info => {
             let adapters = signorini::gpu::adapters();
             if adapters.is_empty() {

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 pub const ADAPTER_ENV: &str = "SIGNORINI_ADAPTER";
 
 /// What `signorini info` shows of one adapter.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct AdapterSummary {
     /// Adapter name (e.g. `llvmpipe (LLVM 15.0.6, 256 bits)`).
     pub name: String,
@@ -42,7 +42,14 @@ fn instance() -> wgpu::Instance {
 }
 
 fn summary(adapter: &wgpu::Adapter) -> AdapterSummary {
-    let info = adapter.get_info();
+    summary_of(
+        &adapter.get_info(),
+        adapter.limits().max_storage_buffer_binding_size,
+    )
+}
+
+fn summary_of(info: &wgpu::AdapterInfo, max_storage_binding_size: u64) -> AdapterSummary {
+    let info = info.clone();
     AdapterSummary {
         name: info.name,
         backend: format!("{:?}", info.backend),
@@ -50,7 +57,7 @@ fn summary(adapter: &wgpu::Adapter) -> AdapterSummary {
             .trim()
             .to_string(),
         device_type: format!("{:?}", info.device_type),
-        max_storage_binding_size: adapter.limits().max_storage_buffer_binding_size,
+        max_storage_binding_size,
     }
 }
 
@@ -122,6 +129,19 @@ impl GpuContext {
     /// The adapter's name.
     pub fn adapter_name(&self) -> &str {
         &self.info.name
+    }
+
+    /// The adapter's description, as `signorini info` shows it.
+    pub fn adapter_summary(&self) -> AdapterSummary {
+        summary_of(&self.info, self.device.limits().max_storage_buffer_binding_size)
+    }
+
+    /// Blocks until the work submitted so far has finished.
+    pub fn wait(&self) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| Error::Gpu(format!("waiting for the device failed: {e}")))
     }
 }
 

@@ -147,3 +147,26 @@ impl JacobiData {
         })
     }
 }
+
+impl JacobiData {
+    /// The fewest bytes one Jacobi iteration moves through device memory: every buffer each
+    /// of the two kernels reads, read once, and each output written once.
+    pub fn bytes_per_iteration(&self) -> u64 {
+        let bytes = |len: usize, size: usize| (len * size) as u64;
+        let (f, u) = (4, 4);
+        let w = bytes(6 * self.params.n_bodies as usize, f);
+        let blocks = bytes(self.blocks.len(), std::mem::size_of::<GpuBlock>());
+        let gamma = bytes(self.gamma.len(), f);
+        let gather = bytes(self.links_ptr.len() + self.links.len(), u)
+            + blocks
+            + bytes(self.minv_jac.len(), f)
+            + gamma
+            + w;
+        let step = blocks
+            + bytes(self.jac.len(), f)
+            + w
+            + bytes(self.r.len() + self.compliance.len(), f)
+            + 2 * gamma;
+        gather + step
+    }
+}

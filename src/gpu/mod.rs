@@ -9,10 +9,12 @@
 //!   no atomics) and a projected step over blocks (ping-pong `γ` buffers). The host submits
 //!   [`READBACK_EVERY`] iterations per command buffer and reads `γ` back only then, to
 //!   measure the residual in `f64` on the CPU.
+//! - [`bandwidth`]: the device's memory bandwidth, measured by a copy kernel.
 //! - [`JacobiData`]: the host arrays the kernels read, in binding order, with the `Pod`
 //!   structs shared with the shaders; [`cpu`] mirrors both kernels in `f32` for the parity
 //!   tests.
 
+pub mod bandwidth;
 mod context;
 pub mod cpu;
 mod data;

@@ -1,0 +1,312 @@
+//! `signorini bench throughput`: contact-iterations per second of each solver on the CPU
+//! (rayon) and on the GPU, on granular packings of increasing size, and the GPU figures as a
+//! fraction of the memory bandwidth a copy kernel measures in the same run.
+//!
+//! Two modes are measured:
+//! - `solve`: the registered solver with its convergence test unable to stop it (`tol = 0`,
+//!   no stall rule) for a fixed number of iterations; the rate is taken from the solve's
+//!   trace between its first and last measured iterates, so setup, upload and the first
+//!   readback are excluded. This is what a user of `solve`/`simulate` gets per iteration.
+//! - `kernels` (GPU Jacobi only): the two Jacobi kernels alone, `iterations` iterations in
+//!   one submission, timed from submission to completion: the figure to hold against the
+//!   bandwidth bound.
+//!
+//! Bytes per iteration are the fewest the Jacobi kernels must move (each buffer a kernel
+//! reads, read once; each output written once, [`JacobiData::bytes_per_iteration`]); for the
+//! other solvers, that amount per product with `N` (a lower bound: their vector updates are
+//! not counted).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::problems::granular_packing;
+use crate::error::{Error, Result};
+use crate::gpu::{AdapterSummary, GpuContext, JacobiData, JacobiKernels, bandwidth};
+use crate::problem::{FrictionModel, System};
+use crate::registry::{self, Device};
+use crate::solver::{Report, Settings};
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// CPU solver names (`jacobi`, `spg`, ...); the GPU rows use their `-gpu` variants.
+    pub solvers: Vec<String>,
+    /// Numbers of contacts aimed at ([`granular_packing`]).
+    pub sizes: Vec<usize>,
+    /// Devices to run on.
+    pub devices: Vec<Device>,
+    /// Iterations per measurement.
+    pub iterations: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            solvers: vec!["jacobi".into()],
+            sizes: vec![1_000, 10_000, 100_000],
+            devices: vec![Device::Cpu, Device::Gpu],
+            iterations: 100,
+        }
+    }
+}
+
+/// One measurement.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// Registry name of the solver run (`jacobi`, `jacobi-gpu`, ...).
+    pub solver: String,
+    /// `cpu` or `gpu`.
+    pub device: &'static str,
+    /// `solve` (the registered solver) or `kernels` (GPU Jacobi kernels alone).
+    pub mode: &'static str,
+    /// Contact blocks of the problem.
+    pub contacts: usize,
+    /// Rows of the problem.
+    pub rows: usize,
+    /// Dynamic bodies of the problem.
+    pub bodies: usize,
+    /// Iterations timed.
+    pub iterations: usize,
+    /// Wall time per iteration, seconds.
+    pub seconds_per_iteration: f64,
+    /// `contacts / seconds_per_iteration`.
+    pub contact_iterations_per_s: f64,
+    /// Products with `N` per iteration (1 for Jacobi).
+    pub products_per_iteration: f64,
+    /// GPU rows: the fewest bytes one iteration moves through device memory.
+    pub bytes_per_iteration: Option<f64>,
+    /// GPU rows: `bytes_per_iteration / seconds_per_iteration` over the copy bandwidth.
+    pub bandwidth_fraction: Option<f64>,
+    /// GPU rows: contact-iterations per second over those of the same solver on the CPU.
+    pub speedup_over_cpu: Option<f64>,
+}
+
+/// The result of a run: machine, adapter, bandwidth and the rows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Throughput {
+    /// Threads of the CPU rows (rayon's pool).
+    pub cpu_threads: usize,
+    /// The GPU adapter, when the GPU was measured.
+    pub adapter: Option<AdapterSummary>,
+    /// Bytes read + written per second by the copy kernel, when the GPU was measured.
+    pub bandwidth_bytes_per_s: Option<f64>,
+    /// The measurements, size by size.
+    pub rows: Vec<Row>,
+    /// What was skipped and why.
+    pub notes: Vec<String>,
+}
+
+/// Settings of a timed solve: `iterations` iterations whatever the residual does.
+fn timed_settings(iterations: usize) -> Settings {
+    Settings {
+        friction: FrictionModel::Ccp,
+        tol: 0.0,
+        max_iter: iterations,
+        stall_iterations: usize::MAX,
+        ..Settings::default()
+    }
+}
+
+/// Seconds and products per iteration of a solve, from its trace (first measured iterate to
+/// the last), or from its total time when the trace has a single measured iterate.
+fn per_iteration(report: &Report) -> (f64, f64) {
+    let trace = &report.trace;
+    match (trace.get(1), trace.last()) {
+        (Some(first), Some(last)) if last.iteration > first.iteration => {
+            let its = (last.iteration - first.iteration) as f64;
+            (
+                (last.time_s - first.time_s) / its,
+                (last.products - first.products) as f64 / its,
+            )
+        }
+        _ => {
+            let its = report.iterations.max(1) as f64;
+            let products = trace.last().map_or(0, |e| e.products) as f64;
+            (report.time_s / its, products / its)
+        }
+    }
+}
+
+/// Runs the benchmark; `progress` receives a line per measurement.
+pub fn run(config: &Config, mut progress: impl FnMut(&str)) -> Result<Throughput> {
+    if config.iterations < 2 {
+        return Err(Error::InvalidSetting {
+            name: "iterations",
+            value: config.iterations.to_string(),
+            message: "at least 2 iterations are needed to measure a rate".into(),
+        });
+    }
+    let mut notes = Vec::new();
+    let mut gpu = None;
+    if config.devices.contains(&Device::Gpu) {
+        match GpuContext::new() {
+            Ok(ctx) => gpu = Some(Arc::new(ctx)),
+            Err(e) => notes.push(format!("GPU rows skipped: {e}")),
+        }
+    }
+    let bandwidth = match &gpu {
+        Some(ctx) => {
+            progress(&format!("copy bandwidth on {}", ctx.adapter_name()));
+            Some(bandwidth::measure(ctx, 256 << 20, 10, 5)?.bytes_per_s)
+        }
+        None => None,
+    };
+    let settings = timed_settings(config.iterations);
+    let mut rows = Vec::new();
+    for &size in &config.sizes {
+        progress(&format!("building the packing of {size} contacts"));
+        let sys = System::new(&granular_packing(size)?)?;
+        let bytes = match &gpu {
+            Some(_) => Some(JacobiData::new(&sys, &settings)?.bytes_per_iteration() as f64),
+            None => None,
+        };
+        let row = |solver: &str, device, mode, seconds: f64, products: f64| {
+            let bytes_it = bytes.filter(|_| device == "gpu").map(|b| b * products);
+            Row {
+                solver: solver.to_string(),
+                device,
+                mode,
+                contacts: sys.blocks(),
+                rows: sys.rows(),
+                bodies: sys.factored().map_or(0, |f| f.bodies()),
+                iterations: config.iterations,
+                seconds_per_iteration: seconds,
+                contact_iterations_per_s: sys.blocks() as f64 / seconds,
+                products_per_iteration: products,
+                bytes_per_iteration: bytes_it,
+                bandwidth_fraction: bytes_it
+                    .zip(bandwidth)
+                    .map(|(b, bw)| b / seconds / bw),
+                speedup_over_cpu: None,
+            }
+        };
+        for name in &config.solvers {
+            for &device in &config.devices {
+                let run_name = match device {
+                    Device::Cpu => name.clone(),
+                    Device::Gpu if gpu.is_none() => continue,
+                    Device::Gpu => format!("{name}-gpu"),
+                };
+                let solver = match registry::solver(&run_name) {
+                    Ok(s) => s,
+                    Err(_) if device == Device::Gpu => {
+                        notes.push(format!("`{name}` has no GPU variant: GPU row skipped"));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                progress(&format!("{run_name} on {} contacts", sys.blocks()));
+                // Warm-up: opens the device and compiles the kernels.
+                solver.solve(&sys, &timed_settings(2))?;
+                let report = solver.solve(&sys, &settings)?;
+                let (seconds, products) = per_iteration(&report);
+                let label = if device == Device::Cpu { "cpu" } else { "gpu" };
+                rows.push(row(&run_name, label, "solve", seconds, products));
+            }
+            if let (true, Some(ctx)) = (name == "jacobi", &gpu) {
+                progress(&format!("jacobi kernels on {} contacts", sys.blocks()));
+                let seconds = jacobi_kernels(ctx, &sys, &settings)?;
+                rows.push(row("jacobi-gpu", "gpu", "kernels", seconds, 1.0));
+            }
+        }
+    }
+    notes.sort();
+    notes.dedup();
+    speedups(&mut rows);
+    Ok(Throughput {
+        cpu_threads: rayon::current_num_threads(),
+        adapter: gpu.as_ref().map(|ctx| ctx.adapter_summary()),
+        bandwidth_bytes_per_s: bandwidth,
+        rows,
+        notes,
+    })
+}
+
+/// Seconds per iteration of the Jacobi kernels alone.
+fn jacobi_kernels(ctx: &GpuContext, sys: &System, settings: &Settings) -> Result<f64> {
+    let data = JacobiData::new(sys, settings)?;
+    let mut kernels = JacobiKernels::new(ctx, &data);
+    kernels.run(2);
+    ctx.wait()?;
+    let start = Instant::now();
+    kernels.run(settings.max_iter);
+    ctx.wait()?;
+    Ok(start.elapsed().as_secs_f64() / settings.max_iter as f64)
+}
+
+/// Fills `speedup_over_cpu` of each GPU row from the CPU `solve` row of the same solver and
+/// size.
+fn speedups(rows: &mut [Row]) {
+    let cpu: Vec<(String, usize, f64)> = rows
+        .iter()
+        .filter(|r| r.device == "cpu")
+        .map(|r| (r.solver.clone(), r.contacts, r.contact_iterations_per_s))
+        .collect();
+    for row in rows.iter_mut().filter(|r| r.device == "gpu") {
+        let base = row.solver.trim_end_matches("-gpu");
+        row.speedup_over_cpu = cpu
+            .iter()
+            .find(|(s, c, _)| s == base && *c == row.contacts)
+            .map(|(_, _, rate)| row.contact_iterations_per_s / rate);
+    }
+}
+
+impl fmt::Display for Throughput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "CPU: {} threads", self.cpu_threads)?;
+        if let (Some(a), Some(bw)) = (&self.adapter, self.bandwidth_bytes_per_s) {
+            writeln!(
+                f,
+                "GPU: {} ({}, {}), copy bandwidth {:.1} GB/s",
+                a.name,
+                a.backend,
+                a.device_type,
+                bw / 1e9
+            )?;
+        }
+        writeln!(
+            f,
+            "{:<12} {:<4} {:<8} {:>9} {:>9} {:>12} {:>14} {:>9} {:>8} {:>8}",
+            "solver",
+            "dev",
+            "mode",
+            "contacts",
+            "bodies",
+            "s/iter",
+            "contact-it/s",
+            "GB/s",
+            "% bw",
+            "vs cpu"
+        )?;
+        for r in &self.rows {
+            let opt = |v: Option<f64>, scale: f64, digits: usize| {
+                v.map_or("-".to_string(), |v| format!("{:.*}", digits, v * scale))
+            };
+            writeln!(
+                f,
+                "{:<12} {:<4} {:<8} {:>9} {:>9} {:>12.3e} {:>14.3e} {:>9} {:>8} {:>8}",
+                r.solver,
+                r.device,
+                r.mode,
+                r.contacts,
+                r.bodies,
+                r.seconds_per_iteration,
+                r.contact_iterations_per_s,
+                opt(
+                    r.bytes_per_iteration.map(|b| b / r.seconds_per_iteration),
+                    1e-9,
+                    1
+                ),
+                opt(r.bandwidth_fraction, 100.0, 1),
+                opt(r.speedup_over_cpu, 1.0, 2),
+            )?;
+        }
+        for note in &self.notes {
+            writeln!(f, "note: {note}")?;
+        }
+        Ok(())
+    }
+}
