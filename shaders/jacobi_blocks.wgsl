@@ -12,17 +12,21 @@
 @group(0) @binding(6) var<storage, read> gamma_in: array<f32>;
 @group(0) @binding(7) var<storage, read_write> gamma_out: array<f32>;
 
-fn dot6(row: u32, body: u32) -> f32 {
+// Row `slot` of block k (jac is component-major across blocks, see `JacobiData::jac`).
+fn dot6(k: u32, slot: u32, body: u32) -> f32 {
     var s = 0.0;
     for (var c = 0u; c < 6u; c++) {
-        s = s + jac[6u * row + c] * w[6u * body + c];
+        s = s + jac[(slot * 6u + c) * params.n_blocks + k] * w[6u * body + c];
     }
     return s;
 }
 
 @compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let k = gid.x;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let k = linear_index(gid, groups, 64u);
     if k >= params.n_blocks {
         return;
     }
@@ -31,10 +35,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var i = 0u; i < b.dim; i++) {
         var acc = 0.0;
         if b.body0 >= 0 {
-            acc = acc + dot6(b.jac + i, u32(b.body0));
+            acc = acc + dot6(k, i, u32(b.body0));
         }
         if b.body1 >= 0 {
-            acc = acc + dot6(b.jac + b.dim + i, u32(b.body1));
+            acc = acc + dot6(k, params.max_dim + i, u32(b.body1));
         }
         let row = b.row + i;
         x[i] = (acc + compliance[row] * gamma_in[row]) + r[row];

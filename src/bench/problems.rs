@@ -41,6 +41,10 @@ mod tests {
             (3000..3600).contains(&contacts),
             "{contacts} contacts for 3000 asked"
         );
-        assert!(p.cones.iter().all(|c| matches!(c, Cone::Coulomb { mu } if *mu == 0.5)));
+        assert!(
+            p.cones
+                .iter()
+                .all(|c| matches!(c, Cone::Coulomb { mu } if *mu == 0.5))
+        );
     }
 }

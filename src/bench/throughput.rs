@@ -177,9 +177,7 @@ pub fn run(config: &Config, mut progress: impl FnMut(&str)) -> Result<Throughput
                 contact_iterations_per_s: sys.blocks() as f64 / seconds,
                 products_per_iteration: products,
                 bytes_per_iteration: bytes_it,
-                bandwidth_fraction: bytes_it
-                    .zip(bandwidth)
-                    .map(|(b, bw)| b / seconds / bw),
+                bandwidth_fraction: bytes_it.zip(bandwidth).map(|(b, bw)| b / seconds / bw),
                 speedup_over_cpu: None,
             }
         };

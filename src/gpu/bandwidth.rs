@@ -6,12 +6,11 @@ use std::time::Instant;
 use wgpu::util::DeviceExt;
 
 use super::context::GpuContext;
+use super::jacobi::grid;
 use crate::error::{Error, Result};
 
 const COPY: &str = include_str!("../../shaders/copy.wgsl");
 const WORKGROUP: u64 = 256;
-/// Workgroups per grid dimension (WebGPU's minimum `max_compute_workgroups_per_dimension`).
-const MAX_GROUPS: u64 = 65_535;
 
 /// A bandwidth measurement.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -64,8 +63,7 @@ pub fn measure(ctx: &GpuContext, bytes: u64, copies: usize, repeats: usize) -> R
             },
         ],
     });
-    let groups = (bytes / 16).div_ceil(WORKGROUP);
-    let (gx, gy) = (groups.min(MAX_GROUPS), groups.div_ceil(MAX_GROUPS));
+    let (gx, gy) = grid(bytes / 16, WORKGROUP);
     let submit = |n: usize| -> Result<f64> {
         let mut encoder = device.create_command_encoder(&Default::default());
         {
@@ -73,7 +71,7 @@ pub fn measure(ctx: &GpuContext, bytes: u64, copies: usize, repeats: usize) -> R
             pass.set_pipeline(&pipeline);
             pass.set_bind_group(0, &group, &[]);
             for _ in 0..n {
-                pass.dispatch_workgroups(gx as u32, gy as u32, 1);
+                pass.dispatch_workgroups(gx, gy, 1);
             }
         }
         let start = Instant::now();

@@ -2,27 +2,26 @@
 //! `shaders/jacobi_blocks.wgsl`): the same `f32` operations in the same order, buffers in
 //! binding order. The parity tests compare one GPU iteration with these.
 
-use super::data::{CONE_COULOMB, CONE_UNILATERAL, GpuBlock, Params};
+use super::data::{CONE_COULOMB, CONE_UNILATERAL, GpuBlock, GpuLink, Params};
 
-/// `shaders/jacobi_bodies.wgsl`: `w_i = Σ_links minv_jac rows · γ`, 6 entries per body.
+/// `shaders/jacobi_bodies.wgsl`: `w_i = Σ_links minv_jac rows · γ`, 6 entries per body, each
+/// entry summed in link order.
 pub fn bodies_kernel(
     params: &Params,
     links_ptr: &[u32],
-    links: &[u32],
-    blocks: &[GpuBlock],
+    links: &[GpuLink],
     minv_jac: &[f32],
     gamma: &[f32],
     w: &mut [f32],
 ) {
     for i in 0..params.n_bodies as usize {
         let mut acc = [0.0f32; 6];
-        for l in links_ptr[i] as usize..links_ptr[i + 1] as usize {
-            let b = &blocks[links[2 * l] as usize];
-            let first = (b.jac + links[2 * l + 1] * b.dim) as usize;
-            for r in 0..b.dim as usize {
-                let g = gamma[b.row as usize + r];
+        for link in &links[links_ptr[i] as usize..links_ptr[i + 1] as usize] {
+            for r in 0..link.dim as usize {
+                let g = gamma[link.row as usize + r];
+                let row = 6 * (link.minv_row as usize + r);
                 for (c, a) in acc.iter_mut().enumerate() {
-                    *a += minv_jac[6 * (first + r) + c] * g;
+                    *a += minv_jac[row + c] * g;
                 }
             }
         }
@@ -30,11 +29,12 @@ pub fn bodies_kernel(
     }
 }
 
-fn dot6(jac: &[f32], w: &[f32], row: u32, body: i32) -> f32 {
-    let (row, body) = (row as usize, body as usize);
+/// Row `slot` of block `k` of the component-major Jacobian times `w` of `body`.
+fn dot6(params: &Params, jac: &[f32], w: &[f32], k: usize, slot: u32, body: i32) -> f32 {
+    let (n, slot, body) = (params.n_blocks as usize, slot as usize, body as usize);
     let mut s = 0.0f32;
     for c in 0..6 {
-        s += jac[6 * row + c] * w[6 * body + c];
+        s += jac[(slot * 6 + c) * n + k] * w[6 * body + c];
     }
     s
 }
@@ -52,16 +52,16 @@ pub fn blocks_kernel(
     gamma_in: &[f32],
     gamma_out: &mut [f32],
 ) {
-    for b in &blocks[..params.n_blocks as usize] {
+    for (k, b) in blocks[..params.n_blocks as usize].iter().enumerate() {
         let (dim, row0) = (b.dim as usize, b.row as usize);
         let mut x = [0.0f32; 3];
         for (i, xi) in x.iter_mut().enumerate().take(dim) {
             let mut acc = 0.0f32;
             if b.body0 >= 0 {
-                acc += dot6(jac, w, b.jac + i as u32, b.body0);
+                acc += dot6(params, jac, w, k, i as u32, b.body0);
             }
             if b.body1 >= 0 {
-                acc += dot6(jac, w, b.jac + b.dim + i as u32, b.body1);
+                acc += dot6(params, jac, w, k, params.max_dim + i as u32, b.body1);
             }
             let row = row0 + i;
             *xi = (acc + compliance[row] * gamma_in[row]) + r[row];

@@ -26,6 +26,25 @@ pub struct Params {
     pub coulomb: u32,
     /// Relaxation `ω`.
     pub omega: f32,
+    /// Largest block dimension: the Jacobian slots per side in [`JacobiData::jac`].
+    pub max_dim: u32,
+    /// Padding to 32 bytes.
+    pub pad: [u32; 3],
+}
+
+/// One `(block, side)` link of a body: what the gather over bodies reads. Keep in sync with
+/// `struct GpuLink` in `shaders/common.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct GpuLink {
+    /// First row of this side of the block in [`JacobiData::minv_jac`].
+    pub minv_row: u32,
+    /// First row of the block in `γ`.
+    pub row: u32,
+    /// Number of rows `d_k`.
+    pub dim: u32,
+    /// Padding to 16 bytes.
+    pub pad: u32,
 }
 
 /// One constraint block. Keep in sync with `struct GpuBlock` in `shaders/common.wgsl`.
@@ -38,7 +57,7 @@ pub struct GpuBlock {
     pub dim: u32,
     /// First row of the block in `γ`, `r` and the compliance.
     pub row: u32,
-    /// First Jacobian row of the block in `jac`/`minv_jac` (`d_k` rows per side).
+    /// First row of the block in `minv_jac` (`d_k` rows per side).
     pub jac: u32,
     /// Body of side 0.
     pub body0: i32,
@@ -57,13 +76,16 @@ pub struct JacobiData {
     pub params: Params,
     /// CSR pointers over bodies into `links` (`n_bodies + 1` entries).
     pub links_ptr: Vec<u32>,
-    /// `(block, side)` pairs acting on each body, flattened, in block order.
-    pub links: Vec<u32>,
+    /// The `(block, side)` links acting on each body, in block order.
+    pub links: Vec<GpuLink>,
     /// One entry per block.
     pub blocks: Vec<GpuBlock>,
-    /// Jacobian rows, 6 entries each.
+    /// The Jacobian, component-major across blocks so that neighbouring invocations of the
+    /// block kernel read neighbouring words: entry `c` of row `i` of side `s` of block `k` is
+    /// at `(slot·6 + c)·n_blocks + k` with `slot = s·max_dim + i`; absent rows are zero.
     pub jac: Vec<f32>,
-    /// Rows of `M⁻¹ Jᵀ`, 6 entries each, same layout as `jac`.
+    /// Rows of `M⁻¹ Jᵀ`, 6 entries each, block after block and side after side
+    /// ([`GpuBlock::jac`] is a block's first row).
     pub minv_jac: Vec<f32>,
     /// `r` (plus the settings' bias), one entry per row.
     pub r: Vec<f32>,
@@ -117,29 +139,51 @@ impl JacobiData {
             })
             .collect::<Result<Vec<_>>>()?;
         let gamma = crate::solver::progress::initial_iterate(sys, settings);
-        let flat = |rows: &[[f64; 6]]| rows.iter().flatten().map(|&v| v as f32).collect();
         let to_f32 = |v: &[f64]| v.iter().map(|&x| x as f32).collect();
+        let max_dim = blocks.iter().map(|b| b.dim).max().unwrap_or(1);
+        let links = op
+            .links()
+            .iter()
+            .map(|&(k, side)| {
+                let b = &blocks[k];
+                GpuLink {
+                    minv_row: b.jac + side as u32 * b.dim,
+                    row: b.row,
+                    dim: b.dim,
+                    pad: 0,
+                }
+            })
+            .collect();
+        let n = blocks.len();
+        let mut jac = vec![0.0f32; 2 * max_dim as usize * 6 * n];
+        for (k, b) in blocks.iter().enumerate() {
+            let rows = &op.jac()[b.jac as usize..][..op.block_bodies(k).len() * b.dim as usize];
+            for (j, row) in rows.iter().enumerate() {
+                let (side, i) = (j / b.dim as usize, j % b.dim as usize);
+                let slot = side * max_dim as usize + i;
+                for (c, v) in row.iter().enumerate() {
+                    jac[(slot * 6 + c) * n + k] = *v as f32;
+                }
+            }
+        }
         Ok(JacobiData {
             params: Params {
                 n_bodies: index(op.bodies())?,
                 n_blocks: index(sys.blocks())?,
                 coulomb: u32::from(settings.friction == FrictionModel::Coulomb),
                 omega: settings.omega.unwrap_or(Jacobi::DEFAULT_OMEGA) as f32,
+                max_dim,
+                pad: [0; 3],
             },
             links_ptr: op
                 .links_ptr()
                 .iter()
                 .map(|&p| index(p))
                 .collect::<Result<_>>()?,
-            links: op
-                .links()
-                .iter()
-                .flat_map(|&(k, s)| [k, s])
-                .map(index)
-                .collect::<Result<_>>()?,
+            links,
             blocks,
-            jac: flat(op.jac()),
-            minv_jac: flat(op.minv_jac()),
+            jac,
+            minv_jac: op.minv_jac().iter().flatten().map(|&v| v as f32).collect(),
             r: to_f32(&effective_r(sys, settings)),
             compliance: to_f32(sys.compliance()),
             gamma: to_f32(&gamma),
@@ -157,13 +201,15 @@ impl JacobiData {
         let w = bytes(6 * self.params.n_bodies as usize, f);
         let blocks = bytes(self.blocks.len(), std::mem::size_of::<GpuBlock>());
         let gamma = bytes(self.gamma.len(), f);
-        let gather = bytes(self.links_ptr.len() + self.links.len(), u)
-            + blocks
+        let gather = bytes(self.links_ptr.len(), u)
+            + bytes(self.links.len(), std::mem::size_of::<GpuLink>())
             + bytes(self.minv_jac.len(), f)
             + gamma
             + w;
+        // The block kernel reads only the Jacobian rows that exist (as many as `minv_jac`
+        // holds), not the zero padding of `jac`.
         let step = blocks
-            + bytes(self.jac.len(), f)
+            + bytes(self.minv_jac.len(), f)
             + w
             + bytes(self.r.len() + self.compliance.len(), f)
             + 2 * gamma;

@@ -19,7 +19,22 @@ pub const READBACK_EVERY: usize = 10;
 
 const BODIES: &str = include_str!("../../shaders/jacobi_bodies.wgsl");
 const BLOCKS: &str = include_str!("../../shaders/jacobi_blocks.wgsl");
-const WORKGROUP: u32 = 64;
+/// Invocations per workgroup of the body kernel (six per body).
+const BODIES_WORKGROUP: u64 = 256;
+/// Invocations per workgroup of the block kernel (one per block).
+const BLOCKS_WORKGROUP: u64 = 64;
+
+/// Workgroups per grid dimension (WebGPU's `max_compute_workgroups_per_dimension`).
+pub(crate) const MAX_GROUPS: u64 = 65_535;
+
+/// A two-dimensional grid of workgroups of `size` invocations covering `threads`
+/// invocations (the kernels recover the linear index with `linear_index` of
+/// `shaders/common.wgsl`).
+pub(crate) fn grid(threads: u64, size: u64) -> (u32, u32) {
+    let groups = threads.div_ceil(size).max(1);
+    let x = groups.min(MAX_GROUPS);
+    (x as u32, groups.div_ceil(x) as u32)
+}
 
 /// Counters of the host–GPU traffic of a solve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -139,9 +154,7 @@ impl<'a> JacobiKernels<'a> {
             bind_group(
                 device,
                 &bodies_pipeline,
-                &[
-                    &params, &links_ptr, &links, &blocks, &minv_jac, &gamma[i], &w,
-                ],
+                &[&params, &links_ptr, &links, &minv_jac, &gamma[i], &w],
             )
         });
         let blocks_groups = [0, 1].map(|i| {
@@ -190,12 +203,14 @@ impl<'a> JacobiKernels<'a> {
                 if self.n_bodies > 0 {
                     pass.set_pipeline(&self.bodies);
                     pass.set_bind_group(0, &self.bodies_groups[self.current], &[]);
-                    pass.dispatch_workgroups(self.n_bodies.div_ceil(WORKGROUP), 1, 1);
+                    let (x, y) = grid(6 * u64::from(self.n_bodies), BODIES_WORKGROUP);
+                    pass.dispatch_workgroups(x, y, 1);
                 }
                 if self.n_blocks > 0 {
                     pass.set_pipeline(&self.blocks);
                     pass.set_bind_group(0, &self.blocks_groups[self.current], &[]);
-                    pass.dispatch_workgroups(self.n_blocks.div_ceil(WORKGROUP), 1, 1);
+                    let (x, y) = grid(u64::from(self.n_blocks), BLOCKS_WORKGROUP);
+                    pass.dispatch_workgroups(x, y, 1);
                 }
                 self.current = 1 - self.current;
             }

@@ -21,5 +21,7 @@ mod data;
 mod jacobi;
 
 pub use context::{ADAPTER_ENV, AdapterSummary, GpuContext, adapters};
-pub use data::{CONE_BILATERAL, CONE_COULOMB, CONE_UNILATERAL, GpuBlock, JacobiData, Params};
+pub use data::{
+    CONE_BILATERAL, CONE_COULOMB, CONE_UNILATERAL, GpuBlock, GpuLink, JacobiData, Params,
+};
 pub use jacobi::{GpuStats, JacobiGpu, JacobiKernels, READBACK_EVERY};
