@@ -1,5 +1,5 @@
 // APGD trial step, one invocation per block: x_new = Proj_K(y - t g_y) with t = 1/L, and
-// d = x_new - y. Mirror: `src/gpu/cpu.rs::apgd_trial`.
+// d = x_new - y (`projected_move`). Mirror: `src/gpu/cpu.rs::apgd_trial`.
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> blocks: array<GpuBlock>;
@@ -17,14 +17,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let b = blocks[k];
     let t = state.step;
-    var v = vec3<f32>(0.0);
+    var yk = vec3<f32>(0.0);
+    var s = vec3<f32>(0.0);
     for (var i = 0u; i < b.dim; i++) {
-        v[i] = y[b.row + i] - t * g_y[b.row + i];
+        yk[i] = y[b.row + i];
+        s[i] = -(t * g_y[b.row + i]);
     }
-    v = project(b.kind, b.mu, v);
+    let dk = projected_move(b.kind, b.mu, yk, s);
+    let v = project(b.kind, b.mu, yk + s);
     for (var i = 0u; i < b.dim; i++) {
         let row = b.row + i;
         x_new[row] = v[i];
-        d[row] = v[i] - y[row];
+        d[row] = dk[i];
     }
 }

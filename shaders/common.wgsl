@@ -126,6 +126,32 @@ fn project(kind: u32, mu: f32, v: vec3<f32>) -> vec3<f32> {
     return x;
 }
 
+// d = Proj_K(x + s) - x without the cancellation of the subtraction where the projection is
+// the identity (d = s) or zero (d = -x): in f32 the rounding of x in v - x otherwise swamps
+// d . g near the solution, and with it the descent test of the gradient methods.
+fn projected_move(kind: u32, mu: f32, x: vec3<f32>, s: vec3<f32>) -> vec3<f32> {
+    let v = x + s;
+    if kind == 1u {
+        if v.x >= 0.0 {
+            return s;
+        }
+        return -x;
+    }
+    if kind == 2u {
+        let a = mu;
+        let n = v.x;
+        let t = sqrt(v.y * v.y + v.z * v.z);
+        if t <= a * n {
+            return s;
+        }
+        if a * t <= -n {
+            return -x;
+        }
+        return project(kind, mu, v) - x;
+    }
+    return s;
+}
+
 // u_hat: u shifted by De Saxce's term mu ||u_t|| under the Coulomb model.
 fn model_velocity(b: GpuBlock, coulomb: u32, u: vec3<f32>) -> vec3<f32> {
     var v = u;

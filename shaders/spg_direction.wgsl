@@ -1,5 +1,6 @@
-// P-SPG-FB direction, one invocation per block, one partial per workgroup (sums.x = d . g):
-// d = Proj_K(x - alpha P^-1 g) - x (paper 004), or with cfg.fallback = 1 and only when the
+// P-SPG-FB direction, one invocation per block, one partial per workgroup (sums.x = d . g,
+// sums.y = d . P d, with P = 1 in the fallback):
+// d = Proj_K(x - alpha P^-1 g) - x (paper 004, `projected_move`), or with cfg.fallback = 1 and only when the
 // preconditioned d of scalars[SLOT_A] is not a descent direction (d . g >= 0), the
 // unpreconditioned d = Proj_K(x - alpha g) - x. Mirror: `src/gpu/cpu.rs::spg_direction`.
 
@@ -23,25 +24,31 @@ fn main(
     var p = zero_partial();
     let k = gid.x;
     let fallback = cfg.fallback == 1u;
-    let active = !fallback || scalars[SLOT_A].sums.x >= 0.0;
-    if k < params.n_blocks && active {
+    let enabled = !fallback || scalars[SLOT_A].sums.x >= 0.0;
+    if k < params.n_blocks && enabled {
         let b = blocks[k];
         let alpha = state.alpha;
-        var v = vec3<f32>(0.0);
+        var xk = vec3<f32>(0.0);
+        var s = vec3<f32>(0.0);
         for (var i = 0u; i < b.dim; i++) {
             let row = b.row + i;
+            xk[i] = x[row];
             if fallback {
-                v[i] = x[row] - alpha * g[row];
+                s[i] = -(alpha * g[row]);
             } else {
-                v[i] = x[row] - alpha * g[row] / precond[row];
+                s[i] = -(alpha * g[row] / precond[row]);
             }
         }
-        v = project(b.kind, b.mu, v);
+        let dk = projected_move(b.kind, b.mu, xk, s);
         for (var i = 0u; i < b.dim; i++) {
             let row = b.row + i;
-            let di = v[i] - x[row];
-            d[row] = di;
-            p.sums.x = p.sums.x + di * g[row];
+            d[row] = dk[i];
+            var pd = dk[i];
+            if !fallback {
+                pd = precond[row] * dk[i];
+            }
+            p.sums.x = p.sums.x + dk[i] * g[row];
+            p.sums.y = p.sums.y + pd * dk[i];
         }
     }
     let total = workgroup_reduce(lid.x, p);

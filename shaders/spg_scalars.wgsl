@@ -1,5 +1,6 @@
 // One invocation: the scalar part of a P-SPG-FB iteration (src/solver/spg.rs). With
-// dg = d . g (scalars[SLOT_B] when the fallback direction was taken, else [SLOT_A]) and
+// dg = d . g (scalars[SLOT_B] when the fallback direction was taken, else [SLOT_A]; at most
+// -d . P d / alpha) and
 // the curvature of scalars[SLOT_C]: the non-monotone GLL line search on the quadratic
 // f(x + lambda d) = f + lambda dg + lambda^2 dAd / 2 (no product), the alternating BB step,
 // and the GLL memory kept as differences f_i - f. lambda = 0 when d is not a descent
@@ -12,10 +13,15 @@
 @compute @workgroup_size(1)
 fn main() {
     var s = state;
-    var dg = scalars[SLOT_A].sums.x;
-    if dg >= 0.0 {
-        dg = scalars[SLOT_B].sums.x;
+    var dir = scalars[SLOT_A].sums;
+    if dir.x >= 0.0 {
+        dir = scalars[SLOT_B].sums;
     }
+    // With P constant on each block, d . g <= -d . P d / alpha in exact arithmetic (the
+    // projection's variational inequality at x). Near the solution the f32 rounding of d . g
+    // (of the order eps |x| |g|) exceeds that bound and could make a good direction look
+    // ascending; the bound replaces it then.
+    let dg = min(dir.x, -dir.y / s.alpha);
     if !(dg < 0.0) {
         s.lambda = 0.0;
         state = s;

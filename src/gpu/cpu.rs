@@ -32,6 +32,29 @@ pub fn project(kind: u32, mu: f32, v: [f32; 3]) -> [f32; 3] {
     x
 }
 
+/// `projected_move` of `shaders/common.wgsl`: `Π_K(x + s) − x`, exactly `s` or `−x` where
+/// the projection is the identity or zero.
+pub fn projected_move(kind: u32, mu: f32, x: [f32; 3], s: [f32; 3]) -> [f32; 3] {
+    let v: [f32; 3] = std::array::from_fn(|i| x[i] + s[i]);
+    let neg = x.map(|xi| -xi);
+    if kind == CONE_UNILATERAL {
+        return if v[0] >= 0.0 { s } else { neg };
+    }
+    if kind == CONE_COULOMB {
+        let (a, n) = (mu, v[0]);
+        let t = (v[1] * v[1] + v[2] * v[2]).sqrt();
+        if t <= a * n {
+            return s;
+        }
+        if a * t <= -n {
+            return neg;
+        }
+        let p = project(kind, mu, v);
+        return std::array::from_fn(|i| p[i] - x[i]);
+    }
+    s
+}
+
 /// `model_velocity` of `shaders/common.wgsl`: the De Saxcé shift under the Coulomb model.
 pub fn model_velocity(b: &GpuBlock, coulomb: u32, u: [f32; 3]) -> [f32; 3] {
     let mut v = u;
@@ -307,21 +330,23 @@ pub fn spg_direction(
             if !active {
                 return p;
             }
-            let mut v = [0.0f32; 3];
-            for (i, vi) in v.iter_mut().enumerate().take(b.dim as usize) {
+            let (mut xk, mut sk) = ([0.0f32; 3], [0.0f32; 3]);
+            for i in 0..b.dim as usize {
                 let row = b.row as usize + i;
-                *vi = if fallback {
-                    x[row] - state.alpha * g[row]
+                xk[i] = x[row];
+                sk[i] = if fallback {
+                    -(state.alpha * g[row])
                 } else {
-                    x[row] - state.alpha * g[row] / precond[row]
+                    -(state.alpha * g[row] / precond[row])
                 };
             }
-            let v = project(b.kind, b.mu, v);
-            for (i, vi) in v.iter().enumerate().take(b.dim as usize) {
+            let dk = projected_move(b.kind, b.mu, xk, sk);
+            for (i, di) in dk.iter().enumerate().take(b.dim as usize) {
                 let row = b.row as usize + i;
-                let di = vi - x[row];
-                d[row] = di;
+                d[row] = *di;
+                let pd = if fallback { *di } else { precond[row] * di };
                 p.sums[0] += di * g[row];
+                p.sums[1] += pd * di;
             }
             p
         })
@@ -354,10 +379,11 @@ pub fn spg_curvature(
 /// `shaders/spg_scalars.wgsl`: line search, BB step and GLL memory.
 pub fn spg_scalars(cfg: &SpgConfig, scalars: &[Partial], state: &mut SpgState) {
     let s = state;
-    let mut dg = scalars[SLOT_A as usize].sums[0];
-    if dg >= 0.0 {
-        dg = scalars[SLOT_B as usize].sums[0];
+    let mut dir = scalars[SLOT_A as usize].sums;
+    if dir[0] >= 0.0 {
+        dir = scalars[SLOT_B as usize].sums;
     }
+    let dg = dir[0].min(-dir[1] / s.alpha);
     if !(dg < 0.0) {
         s.lambda = 0.0;
         return;
@@ -428,15 +454,13 @@ pub fn apgd_trial(
 ) {
     for b in &blocks[..params.n_blocks as usize] {
         let (yb, gb) = (load(y, b), load(g_y, b));
-        let mut v = [0.0f32; 3];
-        for i in 0..b.dim as usize {
-            v[i] = yb[i] - state.step * gb[i];
-        }
-        let v = project(b.kind, b.mu, v);
+        let sk = gb.map(|gi| -(state.step * gi));
+        let dk = projected_move(b.kind, b.mu, yb, sk);
+        let v = project(b.kind, b.mu, std::array::from_fn(|i| yb[i] + sk[i]));
         for i in 0..b.dim as usize {
             let row = b.row as usize + i;
             x_new[row] = v[i];
-            d[row] = v[i] - y[row];
+            d[row] = dk[i];
         }
     }
 }
