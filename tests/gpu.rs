@@ -7,7 +7,12 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use signorini::gpu::{GpuContext, JacobiData, JacobiGpu, JacobiKernels, READBACK_EVERY, cpu};
+use signorini::gpu::kernels::{self, Kernel};
+use signorini::gpu::{
+    ApgdGpu, ApgdState, Apply, GpuContext, GpuStats, JacobiGpu, MAX_GLL, Monitor, OperatorData,
+    Params, Partial, ProblemData, READBACK_EVERY, Reduce, SLOT_A, SLOT_B, SLOT_C, SLOTS, SpgConfig,
+    SpgGpu, SpgState, cpu, dispatch_once,
+};
 use signorini::problem::{
     Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System,
 };
@@ -121,52 +126,330 @@ fn max_ulps(a: &[f32], b: &[f32]) -> u32 {
         .unwrap_or(0)
 }
 
-#[test]
-fn one_iteration_matches_the_cpu_mirror() {
-    let Some(ctx) = context() else { return };
-    let problem = random_problem(7, 200, 500);
-    let sys = System::new(&problem).unwrap();
-    for friction in [FrictionModel::Ccp, FrictionModel::Coulomb] {
-        // A random warm start (projected on K) so that every projection case occurs.
-        let mut rng = Rng(11);
-        let settings = Settings {
-            friction,
-            warm_start: Some((0..sys.rows()).map(|_| rng.uniform(-1.0, 1.0)).collect()),
-            ..Settings::default()
-        };
-        let data = JacobiData::new(&sys, &settings).unwrap();
-        let mut kernels = JacobiKernels::new(&ctx, &data);
-        kernels.run(1);
-        let (w_gpu, gamma_gpu) = (kernels.read_w().unwrap(), kernels.read_gamma().unwrap());
+/// The parity bound: `|gpu − cpu| ≤ PARITY_EPS · ε_f32 · max(|cpu|, ‖cpu‖∞)` per entry. The
+/// kernels and their mirrors do the same `f32` operations in the same order, so lavapipe
+/// (LLVM: IEEE division and square root, no contraction) gives bit-identical results (the
+/// ulps are printed); the bound leaves room for a real GPU's approximate `sqrt` and division
+/// (Vulkan allows a few ulps) and fused multiply-adds.
+const PARITY_EPS: f32 = 8.0;
 
-        let mut w = vec![0.0f32; 6 * data.params.n_bodies as usize];
-        cpu::bodies_kernel(
-            &data.params,
-            &data.links_ptr,
-            &data.links,
-            &data.blocks,
-            &data.minv_jac,
-            &data.gamma,
-            &mut w,
+#[track_caller]
+fn assert_parity(what: &str, gpu: &[f32], cpu: &[f32]) {
+    assert_eq!(gpu.len(), cpu.len(), "{what}: lengths");
+    let scale = cpu.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+        let bound = PARITY_EPS * f32::EPSILON * c.abs().max(scale);
+        assert!(
+            (g - c).abs() <= bound || g.to_bits() == c.to_bits(),
+            "{what}[{i}]: gpu {g:e} cpu {c:e}"
         );
-        let mut gamma = vec![0.0f32; data.gamma.len()];
-        cpu::blocks_kernel(
-            &data.params,
-            &data.blocks,
-            &data.jac,
-            &w,
-            &data.r,
-            &data.compliance,
-            &data.gamma,
-            &mut gamma,
-        );
-        assert_ne!(gamma, data.gamma, "the iteration moved nothing");
-        let (uw, ug) = (max_ulps(&w, &w_gpu), max_ulps(&gamma, &gamma_gpu));
-        eprintln!("{friction:?}: max ulps w {uw}, gamma {ug}");
-        // Same operations in the same order: bit-identical.
-        assert_eq!(w, w_gpu, "w differs ({uw} ulps)");
-        assert_eq!(gamma, gamma_gpu, "gamma differs ({ug} ulps)");
     }
+    eprintln!("{what}: max {} ulps over {} values", max_ulps(gpu, cpu), cpu.len());
+}
+
+fn bytes<T: bytemuck::Pod>(v: &[T]) -> Vec<u8> {
+    bytemuck::cast_slice(v).to_vec()
+}
+
+fn one<T: bytemuck::Pod>(v: &T) -> Vec<u8> {
+    bytemuck::bytes_of(v).to_vec()
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    bytemuck::pod_collect_to_vec(b)
+}
+
+fn flat(parts: &[Partial]) -> Vec<f32> {
+    parts.iter().flat_map(|p| p.sums.into_iter().chain(p.maxes)).collect()
+}
+
+fn random_vec(rng: &mut Rng, n: usize, lo: f64, hi: f64) -> Vec<f32> {
+    (0..n).map(|_| rng.uniform(lo, hi) as f32).collect()
+}
+
+/// Runs `kernel` once on `inputs` (binding order) and returns the binding `out`.
+fn dispatch(ctx: &GpuContext, kernel: &Kernel, items: u32, inputs: &[Vec<u8>], out: usize) -> Vec<u8> {
+    let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    dispatch_once(ctx, kernel, items, &refs).unwrap().swap_remove(out)
+}
+
+fn groups(n: u32) -> usize {
+    n.div_ceil(kernels::WORKGROUP) as usize
+}
+
+/// The data of the random problem under the Coulomb model, with a random warm start
+/// (projected on `K`) so that every projection case occurs.
+fn random_data(seed: u64) -> ProblemData {
+    let sys = System::new(&random_problem(seed, 300, 700)).unwrap();
+    let mut rng = Rng(seed + 1);
+    let settings = Settings {
+        friction: FrictionModel::Coulomb,
+        warm_start: Some((0..sys.rows()).map(|_| rng.uniform(-1.0, 1.0)).collect()),
+        ..Settings::default()
+    };
+    ProblemData::new(&sys, &settings).unwrap()
+}
+
+/// A Siconos fc3d problem: an assembled `N` in CSR.
+fn siconos(file: &str) -> System {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/problems/siconos/fc3d")
+        .join(file);
+    System::new(&signorini::problem::io::read(&path, None).unwrap()).unwrap()
+}
+
+/// Every kernel of the registry against its CPU mirror, on seeded random inputs, within
+/// [`PARITY_EPS`].
+#[test]
+fn every_kernel_matches_its_cpu_mirror() {
+    let Some(ctx) = context() else { return };
+    let data = random_data(7);
+    let p = data.params;
+    let (nb, m) = (p.n_bodies as usize, p.n_rows as usize);
+    let OperatorData::Factored {
+        links_ptr,
+        links,
+        jac,
+        minv_jac,
+    } = &data.op
+    else {
+        panic!("factored expected")
+    };
+    let mut rng = Rng(99);
+    let mut tested = Vec::new();
+    let mut check = |k: &Kernel| tested.push(k.name);
+    let x = random_vec(&mut rng, m, -1.0, 1.0);
+    let with_r = Apply { add_r: 1, pad: [0; 3] };
+
+    // Products, both forms.
+    check(&kernels::FACTORED_BODIES);
+    let gpu = dispatch(&ctx, &kernels::FACTORED_BODIES, p.n_bodies, &[
+        one(&p), bytes(links_ptr), bytes(links), bytes(&data.blocks), bytes(minv_jac),
+        bytes(&x), bytes(&vec![0f32; 6 * nb]),
+    ], 6);
+    let mut w = vec![0f32; 6 * nb];
+    cpu::factored_bodies(&p, links_ptr, links, &data.blocks, minv_jac, &x, &mut w);
+    assert_parity("factored_bodies w", &f32s(&gpu), &w);
+
+    check(&kernels::FACTORED_ROWS);
+    let gpu = dispatch(&ctx, &kernels::FACTORED_ROWS, p.n_blocks, &[
+        one(&p), one(&with_r), bytes(&data.blocks), bytes(jac), bytes(&w), bytes(&data.r),
+        bytes(&data.compliance), bytes(&x), bytes(&vec![0f32; m]),
+    ], 8);
+    let mut y = vec![0f32; m];
+    cpu::factored_rows(&p, &with_r, &data.blocks, jac, &w, &data.r, &data.compliance, &x, &mut y);
+    assert_parity("factored_rows y", &f32s(&gpu), &y);
+
+    check(&kernels::CSR_ROWS);
+    let assembled = ProblemData::new(&siconos("Capsules-i101-404.dat"), &Settings::default()).unwrap();
+    let OperatorData::Csr { indptr, indices, values } = &assembled.op else {
+        panic!("CSR expected")
+    };
+    let pa = assembled.params;
+    let xa = random_vec(&mut rng, pa.n_rows as usize, -1.0, 1.0);
+    for add_r in [0, 1] {
+        let apply = Apply { add_r, pad: [0; 3] };
+        let gpu = dispatch(&ctx, &kernels::CSR_ROWS, pa.n_rows, &[
+            one(&pa), one(&apply), bytes(indptr), bytes(indices), bytes(values),
+            bytes(&assembled.r), bytes(&assembled.compliance), bytes(&xa),
+            bytes(&vec![0f32; xa.len()]),
+        ], 8);
+        let mut y = vec![0f32; xa.len()];
+        cpu::csr_rows(&pa, &apply, indptr, indices, values, &assembled.r, &assembled.compliance, &xa, &mut y);
+        assert_parity("csr_rows y", &f32s(&gpu), &y);
+    }
+
+    // Jacobi step and residual: u random, γ the (projected) warm start.
+    let u = random_vec(&mut rng, m, -1.0, 1.0);
+    check(&kernels::JACOBI_STEP);
+    let gpu = dispatch(&ctx, &kernels::JACOBI_STEP, p.n_blocks, &[
+        one(&p), bytes(&data.blocks), bytes(&u), bytes(&data.gamma), bytes(&vec![0f32; m]),
+    ], 4);
+    let mut g = vec![0f32; m];
+    cpu::jacobi_step(&p, &data.blocks, &u, &data.gamma, &mut g);
+    assert_ne!(g, data.gamma, "the step moved nothing");
+    assert_parity("jacobi_step gamma", &f32s(&gpu), &g);
+
+    check(&kernels::RESIDUAL);
+    let np = groups(p.n_blocks);
+    let gpu = dispatch(&ctx, &kernels::RESIDUAL, p.n_blocks, &[
+        one(&p), bytes(&data.blocks), bytes(&data.gamma), bytes(&u),
+        bytes(&vec![Partial::default(); np]),
+    ], 4);
+    let mut parts = vec![Partial::default(); np];
+    cpu::residual(&p, &data.blocks, &data.gamma, &u, &mut parts);
+    assert_parity("residual parts", &f32s(&gpu), &flat(&parts));
+
+    // Reduction of 700 partials (the strided loop and the tree) into slot 2.
+    check(&kernels::REDUCE);
+    let many: Vec<Partial> = (0..700)
+        .map(|_| Partial {
+            sums: std::array::from_fn(|_| rng.uniform(-1.0, 1.0) as f32),
+            maxes: std::array::from_fn(|_| rng.uniform(0.0, 1.0) as f32),
+        })
+        .collect();
+    let cfg = Reduce { count: 700, slot: 2, pad: [0; 2] };
+    let gpu = dispatch(&ctx, &kernels::REDUCE, 1, &[
+        one(&cfg), bytes(&many), bytes(&vec![Partial::default(); SLOTS]),
+    ], 2);
+    let mut scalars = vec![Partial::default(); SLOTS];
+    cpu::reduce(&cfg, &many, &mut scalars);
+    assert_parity("reduce scalars", &f32s(&gpu), &flat(&scalars));
+
+    // Measure: the first measure, the second (divergence scale), an improvement and none,
+    // under both criteria.
+    check(&kernels::MEASURE);
+    for (criterion, measures, best) in [(0, 0, 0.0), (1, 1, 1e9), (0, 4, 1e9), (1, 4, 1e-9)] {
+        let params = Params { criterion, ..p };
+        let monitor = Monitor { measures, best, gamma_scale: 0.5, ..Monitor::default() };
+        let gpu: Monitor = bytemuck::pod_read_unaligned(&dispatch(&ctx, &kernels::MEASURE, 1, &[
+            one(&params), bytes(&scalars), one(&monitor),
+        ], 2));
+        let mut mirror = monitor;
+        cpu::measure(&params, &scalars, &mut mirror);
+        assert_eq!((gpu.improved, gpu.measures), (mirror.improved, mirror.measures));
+        let f = |m: &Monitor| vec![m.inf, m.two, m.relative, m.velocity, m.value, m.gamma_inf, m.best, m.gamma_scale];
+        assert_parity("measure monitor", &f(&gpu), &f(&mirror));
+    }
+
+    check(&kernels::COPY_IF);
+    for improved in [0, 1] {
+        let monitor = Monitor { improved, ..Monitor::default() };
+        let gpu = dispatch(&ctx, &kernels::COPY_IF, p.n_rows, &[
+            one(&p), one(&monitor), bytes(&u), bytes(&x),
+        ], 3);
+        let mut dst = x.clone();
+        cpu::copy_if(&p, &monitor, &u, &mut dst);
+        assert_eq!(f32s(&gpu), dst);
+    }
+
+    // P-SPG-FB kernels.
+    let spg_cfg = SpgConfig {
+        alpha_min: 1e-9, alpha_max: 1e9, armijo: 1e-4, sigma_min: 0.1, sigma_max: 0.9,
+        n_gll: 10, fallback: 0, pad: 0,
+    };
+    let state = SpgState {
+        alpha: 0.7, lambda: 0.37, j: 3, hist_len: 4, hist_head: 4, pad: [0; 3],
+        history: std::array::from_fn(|i| if i < 4 { -0.1 * i as f32 } else { 0.0 }),
+    };
+    let d0 = random_vec(&mut rng, m, -1.0, 1.0);
+    check(&kernels::SPG_DIRECTION);
+    for (fallback, dg_pre) in [(0, -1.0), (1, 1.0), (1, -1.0)] {
+        let cfg = SpgConfig { fallback, ..spg_cfg };
+        let mut sc = vec![Partial::default(); SLOTS];
+        sc[SLOT_A as usize].sums[0] = dg_pre;
+        let out = dispatch_once(&ctx, &kernels::SPG_DIRECTION, p.n_blocks, &[
+            &one(&p), &one(&cfg), &bytes(&data.blocks), &bytes(&sc), &one(&state),
+            &bytes(&data.gamma), &bytes(&u), &bytes(&data.precond), &bytes(&d0),
+            &bytes(&vec![Partial::default(); np]),
+        ]).unwrap();
+        let (mut d, mut parts) = (d0.clone(), vec![Partial::default(); np]);
+        cpu::spg_direction(&p, &cfg, &data.blocks, &sc, &state, &data.gamma, &u, &data.precond, &mut d, &mut parts);
+        assert_parity("spg_direction d", &f32s(&out[8]), &d);
+        assert_parity("spg_direction parts", &f32s(&out[9]), &flat(&parts));
+    }
+
+    let ad = random_vec(&mut rng, m, -1.0, 1.0);
+    check(&kernels::SPG_CURVATURE);
+    let npr = groups(p.n_rows);
+    let gpu = dispatch(&ctx, &kernels::SPG_CURVATURE, p.n_rows, &[
+        one(&p), bytes(&data.precond), bytes(&d0), bytes(&ad), bytes(&vec![Partial::default(); npr]),
+    ], 4);
+    let mut parts = vec![Partial::default(); npr];
+    cpu::spg_curvature(&p, &data.precond, &d0, &ad, &mut parts);
+    assert_parity("spg_curvature parts", &f32s(&gpu), &flat(&parts));
+
+    check(&kernels::SPG_SCALARS);
+    let fresh = SpgState { j: 0, hist_len: 0, hist_head: 0, history: [0.0; MAX_GLL], ..state };
+    let full = SpgState { hist_len: 10, hist_head: 7, history: std::array::from_fn(|i| -0.01 * i as f32), ..state };
+    // (dg, d·Pd) of slot A, of slot B, curvature d·Ad: a plain step, a backtracking one
+    // (negative curvature bound), the fallback, the descent bound, a stationary point.
+    for (a, b, dad, st) in [
+        ((-0.3, 0.5), (0.0, 0.0), 0.8, fresh),
+        ((-0.3, 0.5), (0.0, 0.0), 0.01, state),
+        ((0.2, 0.5), (-0.4, 0.3), 2.0, full),
+        ((0.2, 0.5), (1e-7, 0.3), 2.0, state),
+        ((0.2, 0.0), (0.1, 0.0), 2.0, state),
+    ] {
+        let mut sc = vec![Partial::default(); SLOTS];
+        sc[SLOT_A as usize].sums[..2].copy_from_slice(&[a.0, a.1]);
+        sc[SLOT_B as usize].sums[..2].copy_from_slice(&[b.0, b.1]);
+        sc[SLOT_C as usize].sums[..3].copy_from_slice(&[dad, 0.4, 1.1]);
+        let gpu: SpgState = bytemuck::pod_read_unaligned(&dispatch(&ctx, &kernels::SPG_SCALARS, 1, &[
+            one(&spg_cfg), bytes(&sc), one(&st),
+        ], 2));
+        let mut mirror = st;
+        cpu::spg_scalars(&spg_cfg, &sc, &mut mirror);
+        assert_eq!((gpu.j, gpu.hist_len, gpu.hist_head), (mirror.j, mirror.hist_len, mirror.hist_head));
+        let mut f = |s: &SpgState| {
+            let mut v = vec![s.alpha, s.lambda];
+            v.extend(s.history);
+            v
+        };
+        let (fg, fm) = (f(&gpu), f(&mirror));
+        assert_parity("spg_scalars state", &fg, &fm);
+    }
+
+    check(&kernels::SPG_UPDATE);
+    let out = dispatch_once(&ctx, &kernels::SPG_UPDATE, p.n_rows, &[
+        &one(&p), &one(&state), &bytes(&d0), &bytes(&ad), &bytes(&x), &bytes(&u),
+    ]).unwrap();
+    let (mut xs, mut gs) = (x.clone(), u.clone());
+    cpu::spg_update(&p, &state, &d0, &ad, &mut xs, &mut gs);
+    assert_parity("spg_update x", &f32s(&out[4]), &xs);
+    assert_parity("spg_update g", &f32s(&out[5]), &gs);
+
+    // APGD kernels.
+    let ast = ApgdState { lipschitz: 3.0, step: 0.2, theta: 0.6, beta: 0.3, accepted: 1, pad: [0; 3] };
+    check(&kernels::APGD_TRIAL);
+    let out = dispatch_once(&ctx, &kernels::APGD_TRIAL, p.n_blocks, &[
+        &one(&p), &bytes(&data.blocks), &one(&ast), &bytes(&data.gamma), &bytes(&u),
+        &bytes(&vec![0f32; m]), &bytes(&vec![0f32; m]),
+    ]).unwrap();
+    let (mut xn, mut d) = (vec![0f32; m], vec![0f32; m]);
+    cpu::apgd_trial(&p, &data.blocks, &ast, &data.gamma, &u, &mut xn, &mut d);
+    assert_parity("apgd_trial x_new", &f32s(&out[5]), &xn);
+    assert_parity("apgd_trial d", &f32s(&out[6]), &d);
+
+    check(&kernels::APGD_CURVATURE);
+    let gpu = dispatch(&ctx, &kernels::APGD_CURVATURE, p.n_rows, &[
+        one(&p), bytes(&d), bytes(&ad), bytes(&u), bytes(&x), bytes(&xn),
+        bytes(&vec![Partial::default(); npr]),
+    ], 6);
+    let mut parts = vec![Partial::default(); npr];
+    cpu::apgd_curvature(&p, &d, &ad, &u, &x, &xn, &mut parts);
+    assert_parity("apgd_curvature parts", &f32s(&gpu), &flat(&parts));
+
+    check(&kernels::APGD_SCALARS);
+    // Accepted, accepted with restart, rejected.
+    for (dad, dd, gstep) in [(1.0, 1.0, -0.5), (1.0, 1.0, 0.5), (5.0, 1.0, -0.5)] {
+        let mut sc = vec![Partial::default(); SLOTS];
+        sc[SLOT_A as usize].sums[..3].copy_from_slice(&[dad, dd, gstep]);
+        let gpu: ApgdState = bytemuck::pod_read_unaligned(&dispatch(&ctx, &kernels::APGD_SCALARS, 1, &[
+            bytes(&sc), one(&ast),
+        ], 1));
+        let mut mirror = ast;
+        cpu::apgd_scalars(&sc, &mut mirror);
+        assert_eq!(gpu.accepted, mirror.accepted);
+        let f = |s: &ApgdState| vec![s.lipschitz, s.step, s.theta, s.beta];
+        assert_parity("apgd_scalars state", &f(&gpu), &f(&mirror));
+    }
+
+    check(&kernels::APGD_UPDATE);
+    let out = dispatch_once(&ctx, &kernels::APGD_UPDATE, p.n_rows, &[
+        &one(&p), &one(&ast), &bytes(&xn), &bytes(&ad), &bytes(&x), &bytes(&u), &bytes(&d0),
+        &bytes(&ad),
+    ]).unwrap();
+    let (mut xa, mut ua, mut ya, mut gya) = (x.clone(), u.clone(), d0.clone(), ad.clone());
+    cpu::apgd_update(&p, &ast, &xn, &ad, &mut xa, &mut ua, &mut ya, &mut gya);
+    for (i, (what, v)) in [("x", &xa), ("u", &ua), ("y", &ya), ("g_y", &gya)].into_iter().enumerate() {
+        assert_parity(&format!("apgd_update {what}"), &f32s(&out[4 + i]), v);
+    }
+
+    let mut all: Vec<_> = kernels::ALL.iter().map(|k| k.name).collect();
+    all.sort_unstable();
+    tested.sort_unstable();
+    assert_eq!(tested, all, "every registered kernel is tested");
 }
 
 /// The problem of step 21 of `balls_in_box` with 100 balls, stepped with `pgs`.

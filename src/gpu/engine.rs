@@ -119,6 +119,19 @@ const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
     .union(wgpu::BufferUsages::COPY_DST)
     .union(wgpu::BufferUsages::COPY_SRC);
 
+/// A buffer of `bytes` bytes named `label` must fit one storage binding of `limit` bytes
+/// (`max_storage_buffer_binding_size`).
+pub(crate) fn check_binding(label: &str, bytes: u64, limit: u64) -> Result<()> {
+    if bytes > limit {
+        return Err(Error::Gpu(format!(
+            "the buffer `{label}` needs {bytes} bytes, more than one storage binding holds on \
+             this device (max_storage_buffer_binding_size = {limit} bytes): the problem is too \
+             large for the GPU solvers"
+        )));
+    }
+    Ok(())
+}
+
 const MONITOR_BYTES: u64 = std::mem::size_of::<Monitor>() as u64;
 
 impl Engine {
@@ -144,14 +157,7 @@ impl Engine {
         }
         let storage = |label: &str, bytes: usize| -> Result<wgpu::Buffer> {
             let bytes = bytes.max(4) as u64;
-            if bytes > limit {
-                return Err(Error::Gpu(format!(
-                    "the buffer `{label}` needs {bytes} bytes, more than one storage binding \
-                     holds on {} (max_storage_buffer_binding_size = {limit} bytes): the \
-                     problem is too large for the GPU solvers on this device",
-                    ctx.adapter_name()
-                )));
-            }
+            check_binding(label, bytes, limit)?;
             Ok(device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
                 size: bytes.next_multiple_of(4),
@@ -304,13 +310,7 @@ impl Engine {
     /// A new row vector (`f32`, one entry per row) named `label`.
     pub(crate) fn vector(&self, label: &str) -> Result<wgpu::Buffer> {
         let bytes = (4 * self.rows()).max(4) as u64;
-        if bytes > self.limit {
-            return Err(Error::Gpu(format!(
-                "the buffer `{label}` needs {bytes} bytes, more than one storage binding holds \
-                 (max_storage_buffer_binding_size = {} bytes)",
-                self.limit
-            )));
-        }
+        check_binding(label, bytes, self.limit)?;
         Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
             size: bytes,
@@ -706,4 +706,20 @@ pub fn dispatch_once(
             out
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_larger_than_a_binding_is_rejected_by_name() {
+        assert!(check_binding("jac", 128, 128).is_ok());
+        let err = check_binding("jac", 129, 128).unwrap_err().to_string();
+        assert!(
+            err.contains("`jac` needs 129 bytes")
+                && err.contains("max_storage_buffer_binding_size = 128 bytes"),
+            "{err}"
+        );
+    }
 }
