@@ -1,5 +1,7 @@
-//! The GPU path (DESIGN §4): kernel parity with the CPU `f32` mirror, certification of
-//! `jacobi-gpu` against the CPU `f64` `jacobi`, determinism and the readback schedule.
+//! The GPU path (DESIGN §4): every kernel against its CPU `f32` mirror, certification of
+//! `jacobi-gpu`, `spg-gpu` and `apgd-gpu` against the CPU `f64` solvers of the same names on
+//! scene and Siconos problems, determinism, the readback schedule, buffer reuse, and the
+//! host structs against the shaders.
 //!
 //! Without an adapter these tests print a note and pass, except under `CI=true` where they
 //! fail: CI installs Mesa's lavapipe, so every shader runs there.
@@ -17,7 +19,7 @@ use signorini::problem::{
     Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System,
 };
 use signorini::registry;
-use signorini::solver::{Settings, Solver, Status};
+use signorini::solver::{Report, Settings, Status};
 
 /// The shared device, or `None` (with a note) when there is no adapter outside CI.
 fn context() -> Option<Arc<GpuContext>> {
@@ -381,7 +383,7 @@ fn every_kernel_matches_its_cpu_mirror() {
         let mut mirror = st;
         cpu::spg_scalars(&spg_cfg, &sc, &mut mirror);
         assert_eq!((gpu.j, gpu.hist_len, gpu.hist_head), (mirror.j, mirror.hist_len, mirror.hist_head));
-        let mut f = |s: &SpgState| {
+        let f = |s: &SpgState| {
             let mut v = vec![s.alpha, s.lambda];
             v.extend(s.history);
             v
@@ -537,53 +539,271 @@ fn jacobi_gpu_agrees_with_cpu_jacobi() {
     assert!(diff <= 1e-4 * norm_inf(&c.gamma));
 }
 
+/// The three GPU solvers on one device, kept between solves (as `simulate` keeps its solver).
+struct Gpu {
+    jacobi: JacobiGpu,
+    spg: SpgGpu,
+    apgd: ApgdGpu,
+}
+
+impl Gpu {
+    fn new(ctx: &Arc<GpuContext>) -> Self {
+        Gpu {
+            jacobi: JacobiGpu::with_context(ctx.clone()),
+            spg: SpgGpu::with_context(ctx.clone()),
+            apgd: ApgdGpu::with_context(ctx.clone()),
+        }
+    }
+
+    /// The GPU solver of the CPU solver `name`.
+    fn solve(&self, name: &str, sys: &System, settings: &Settings) -> (Report, GpuStats) {
+        match name {
+            "jacobi" => self.jacobi.solve_with_stats(sys, settings),
+            "spg" => self.spg.solve_with_stats(sys, settings),
+            "apgd" => self.apgd.solve_with_stats(sys, settings),
+            _ => unreachable!(),
+        }
+        .unwrap()
+    }
+}
+
+/// What `f32` adds to a tolerance on the relative residual: `γ` and `u` are rounded to
+/// `ε_f32` relative and the residual's sums lose a few ulps more; `32 ε_f32` (3.8e-6) covers
+/// both.
+const F32_FLOOR: f64 = 32.0 * f32::EPSILON as f64;
+
+/// The GPU solver ends as well as the CPU `f64` solver (converged, or as the CPU), its
+/// residual (certified in `f64`) meets `tol` (or the CPU's, if that stalled above) plus
+/// `F32_FLOOR`, and its merit set agrees with the CPU's within 4 times that tolerance times
+/// the residual's scale `max(‖r‖, ‖γ‖, ‖u‖)` (natural maps, violations), times its square
+/// for the products (complementarity, objective: first order in the error of `γ`).
+fn certify(what: &str, sys: &System, settings: &Settings, cpu: &Report, gpu: &Report) {
+    let norm2 = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let scale = norm2(sys.r())
+        .max(norm2(&cpu.gamma))
+        .max(norm2(&sys.velocity(&cpu.gamma)));
+    let reached = settings.criterion.of(&cpu.residual);
+    let tol = settings.tol.max(reached) + F32_FLOOR;
+    let (c, g) = (&cpu.merit, &gpu.merit);
+    eprintln!(
+        "{what}: {} {} it / {} {} it, relative residual {:.2e} / {:.2e}, objective {:.6e} / {:.6e}",
+        cpu.solver,
+        cpu.iterations,
+        gpu.solver,
+        gpu.iterations,
+        settings.criterion.of(&cpu.residual),
+        settings.criterion.of(&gpu.residual),
+        c.objective,
+        g.objective
+    );
+    assert!(
+        gpu.status == Status::Converged || gpu.status == cpu.status,
+        "{what}: {} {} / {} {}",
+        cpu.solver,
+        cpu.status,
+        gpu.solver,
+        gpu.status
+    );
+    assert!(settings.criterion.of(&gpu.residual) <= tol, "{what}: {}", gpu.solver);
+    let bound = 4.0 * tol * scale;
+    for (name, a, b, bound) in [
+        ("natural_map_inf", c.natural_map_inf, g.natural_map_inf, bound),
+        ("natural_map_2", c.natural_map_2, g.natural_map_2, bound),
+        ("primal_violation", c.primal_violation, g.primal_violation, bound),
+        ("dual_violation", c.dual_violation, g.dual_violation, bound),
+        ("complementarity", c.complementarity, g.complementarity, bound * scale),
+        ("objective", c.objective, g.objective, bound * scale),
+    ] {
+        assert!(
+            (a - b).abs() <= bound,
+            "{what}: {name} cpu {a:e} gpu {b:e} (bound {bound:e})"
+        );
+    }
+    if let (Some(a), Some(b)) = (c.siconos_error, g.siconos_error) {
+        assert!(a <= tol && b <= tol, "{what}: Siconos errors {a:e} {b:e}");
+    }
+}
+
+/// The problem of a step of a scene, after `steps` steps with `pgs`.
+fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(file);
+    let sets: Vec<(String, String)> = sets
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut scene = signorini::sim::scene::load(&path, &sets).unwrap();
+    let pgs = registry::solver("pgs").unwrap();
+    for _ in 0..steps {
+        scene.world.step(pgs.as_ref()).unwrap();
+    }
+    System::new(&scene.world.problem().problem).unwrap()
+}
+
+/// Every GPU solver against the CPU `f64` solver of the same name on problems dumped from
+/// scenes (factored form, CCP).
 #[test]
-fn two_runs_are_bit_identical_and_read_back_rarely() {
+fn gpu_solvers_agree_with_cpu_on_scene_problems() {
     let Some(ctx) = context() else { return };
-    let sys = System::new(&random_problem(3, 200, 500)).unwrap();
-    let gpu = JacobiGpu::with_context(ctx);
+    let gpu = Gpu::new(&ctx);
     let settings = Settings {
-        friction: FrictionModel::Coulomb,
-        tol: 0.0,
-        max_iter: 95,
-        omega: Some(0.1),
+        tol: 1e-5,
+        max_iter: 20_000,
         ..Settings::default()
     };
-    let (a, sa) = gpu.solve_with_stats(&sys, &settings).unwrap();
-    let (b, sb) = gpu.solve_with_stats(&sys, &settings).unwrap();
-    assert_eq!(a.iterations, 95);
-    let bits = |g: &[f64]| g.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    assert_eq!(bits(&a.gamma), bits(&b.gamma));
-    assert_eq!(sa, sb);
-    // 9 full submissions and one of 5 iterations, one readback after each.
-    assert_eq!(sa.submissions, 10);
-    assert!(sa.readbacks <= a.iterations / READBACK_EVERY + 2);
-    assert_eq!(a.trace.len(), 11);
+    for (file, sets, steps) in [
+        ("balls_in_box.toml", &[("lattice.0.count", "100")][..], 20),
+        (
+            "plate_stack.toml",
+            &[("stack.0.masses", "[1.0, 1000.0, 1.0, 1000.0, 1.0]")][..],
+            10,
+        ),
+    ] {
+        let sys = scene_problem(file, sets, steps);
+        assert!(sys.factored().is_some());
+        for name in ["jacobi", "spg", "apgd"] {
+            let cpu = registry::solver(name).unwrap().solve(&sys, &settings).unwrap();
+            let (g, _) = gpu.solve(name, &sys, &settings);
+            certify(file, &sys, &settings, &cpu, &g);
+        }
+    }
 }
 
+/// Every GPU solver against the CPU `f64` solver of the same name on Siconos fc3d problems
+/// (assembled `N` in CSR, Coulomb model) and on a global gfc3d problem (reduced to its
+/// Delassus form by `System::new`).
 #[test]
-fn assembled_problems_are_a_clear_error() {
+fn gpu_solvers_agree_with_cpu_on_siconos_problems() {
     let Some(ctx) = context() else { return };
-    let problem = Problem {
-        name: "lcp".into(),
-        class: Default::default(),
-        cones: vec![Cone::Unilateral],
-        operator: Operator::Assembled(signorini::problem::Assembled {
-            n: signorini::problem::CsrMatrix::from_dense_col_major(1, 1, &[2.0]),
-            r: vec![-1.0],
-        }),
-        compliance: vec![],
+    let gpu = Gpu::new(&ctx);
+    let settings = Settings {
+        friction: FrictionModel::Coulomb,
+        tol: 1e-5,
+        max_iter: 20_000,
+        ..Settings::default()
     };
-    let sys = System::new(&problem).unwrap();
-    let err = JacobiGpu::with_context(ctx)
-        .solve(&sys, &Settings::default())
-        .unwrap_err();
-    assert!(err.to_string().contains("factored form"), "{err}");
+    let mut systems: Vec<(String, System)> = [
+        "FC3D_Example1.dat",
+        "NESpheres_10_1.dat",
+        "Rover4144.dat",
+        "Confeti-ex13-Fc3D-SBM.dat",
+        "Capsules-i101-404.dat",
+    ]
+    .iter()
+    .map(|f| (f.to_string(), siconos(f)))
+    .collect();
+    let global = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/problems/siconos/gfc3d/GFC3D_TwoRods1.dat");
+    let problem = signorini::problem::io::read(&global, None).unwrap();
+    assert!(matches!(problem.operator, Operator::Global(_)));
+    systems.push(("GFC3D_TwoRods1.dat".into(), System::new(&problem).unwrap()));
+    for (file, sys) in &systems {
+        assert!(sys.factored().is_none());
+        for name in ["jacobi", "spg", "apgd"] {
+            let cpu = registry::solver(name).unwrap().solve(sys, &settings).unwrap();
+            let (g, _) = gpu.solve(name, sys, &settings);
+            certify(file, sys, &settings, &cpu, &g);
+        }
+    }
 }
 
-/// Size and field offsets of a WGSL struct of `shaders/common.wgsl`, by naga's reflection.
-fn wgsl_layout(name: &str) -> (u32, Vec<(String, u32)>) {
-    let source = include_str!("../shaders/common.wgsl");
+/// Two runs of each GPU solver give byte-identical impulses (fixed summation orders, no
+/// atomics), under both friction models.
+#[test]
+fn two_runs_are_bit_identical() {
+    let Some(ctx) = context() else { return };
+    let sys = System::new(&random_problem(3, 200, 500)).unwrap();
+    let bits = |g: &[f64]| g.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for friction in [FrictionModel::Ccp, FrictionModel::Coulomb] {
+        let settings = Settings {
+            friction,
+            tol: 0.0,
+            max_iter: 95,
+            omega: Some(0.1),
+            ..Settings::default()
+        };
+        for name in ["jacobi", "spg", "apgd"] {
+            // Fresh solvers: no state carried from one run to the other.
+            let (a, _) = Gpu::new(&ctx).solve(name, &sys, &settings);
+            let (b, _) = Gpu::new(&ctx).solve(name, &sys, &settings);
+            assert_eq!(a.iterations, 95, "{name}");
+            assert_eq!(bits(&a.gamma), bits(&b.gamma), "{name} {friction:?}");
+            let trace = |r: &Report| r.trace.iter().map(|t| t.residual.to_bits()).collect::<Vec<_>>();
+            assert_eq!(trace(&a), trace(&b), "{name} {friction:?}");
+        }
+    }
+}
+
+/// No per-iteration round trip: a solve of `n` iterations submits `⌈n / K⌉` command buffers
+/// and reads back at most `n / K + 2` times (a few scalars after each submission, the
+/// impulses once), `K` = [`READBACK_EVERY`].
+#[test]
+fn solves_read_back_every_k_iterations_only() {
+    let Some(ctx) = context() else { return };
+    let sys = System::new(&random_problem(5, 200, 500)).unwrap();
+    let gpu = Gpu::new(&ctx);
+    let settings = Settings {
+        tol: 0.0,
+        max_iter: 95,
+        ..Settings::default()
+    };
+    for name in ["jacobi", "spg", "apgd"] {
+        let (r, stats) = gpu.solve(name, &sys, &settings);
+        assert_eq!(r.iterations, 95);
+        assert_eq!(stats.submissions, 10, "{name}");
+        assert!(
+            stats.readbacks <= r.iterations / READBACK_EVERY + 2,
+            "{name}: {stats:?}"
+        );
+        // The initial iterate and one entry per submission.
+        assert_eq!(r.trace.len(), 11);
+    }
+}
+
+/// A solver keeps its kernels and buffers for the next problem of the same sizes (the next
+/// step of a simulation, the next round of the Coulomb fixed point) and only uploads the
+/// data; the result is the one of a fresh solver.
+#[test]
+fn same_sized_problems_reuse_the_buffers() {
+    let Some(ctx) = context() else { return };
+    // Two steps of the same scene: the same bodies and contacts, other velocities.
+    let problem = random_problem(11, 100, 300);
+    let mut next = problem.clone();
+    let Operator::Factored(f) = &mut next.operator else {
+        unreachable!()
+    };
+    f.bodies.iter_mut().for_each(|b| b.v_free[2] -= 0.1);
+    let (a, b) = (System::new(&problem).unwrap(), System::new(&next).unwrap());
+    let other = System::new(&random_problem(13, 120, 250)).unwrap();
+    let settings = Settings {
+        tol: 0.0,
+        max_iter: 40,
+        ..Settings::default()
+    };
+    let bits = |g: &[f64]| g.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let gpu = Gpu::new(&ctx);
+    for name in ["jacobi", "spg", "apgd"] {
+        assert!(!gpu.solve(name, &a, &settings).1.reused, "{name}");
+        let (kept, stats) = gpu.solve(name, &b, &settings);
+        assert!(stats.reused, "{name}");
+        let (fresh, _) = Gpu::new(&ctx).solve(name, &b, &settings);
+        assert_eq!(bits(&kept.gamma), bits(&fresh.gamma), "{name}");
+        assert!(!gpu.solve(name, &other, &settings).1.reused, "{name}");
+    }
+    // The rounds of the Coulomb fixed point after the first reuse the buffers.
+    let coulomb = Settings {
+        friction: FrictionModel::Coulomb,
+        tol: 1e-6,
+        max_iter: 2000,
+        ..Settings::default()
+    };
+    for name in ["spg", "apgd"] {
+        let (r, stats) = gpu.solve(name, &siconos("Rover4144.dat"), &coulomb);
+        assert!(r.trace.len() > 2 && stats.reused, "{name}: {stats:?}");
+    }
+}
+
+/// Size and field offsets of the WGSL struct `name` in `source`, by naga's reflection.
+fn wgsl_layout(source: &str, name: &str) -> (u32, Vec<(String, u32)>) {
     let module = naga::front::wgsl::parse_str(source).unwrap();
     let mut layouter = naga::proc::Layouter::default();
     layouter.update(module.to_ctx()).unwrap();
@@ -591,7 +811,7 @@ fn wgsl_layout(name: &str) -> (u32, Vec<(String, u32)>) {
         .types
         .iter()
         .find(|(_, t)| t.name.as_deref() == Some(name))
-        .unwrap_or_else(|| panic!("no struct {name} in common.wgsl"));
+        .unwrap_or_else(|| panic!("no struct {name}"));
     let naga::TypeInner::Struct { members, .. } = &ty.inner else {
         panic!("{name} is not a struct")
     };
@@ -602,40 +822,34 @@ fn wgsl_layout(name: &str) -> (u32, Vec<(String, u32)>) {
     (layouter[handle].size, fields)
 }
 
+/// Every host struct shared with the shaders has the size and field offsets of its WGSL
+/// twin (padding fields may be split differently: only named fields are compared).
 #[test]
 fn host_structs_match_the_shaders() {
-    use signorini::gpu::{GpuBlock, Params};
+    use signorini::gpu::GpuBlock;
     use std::mem::{offset_of, size_of};
-    let (size, fields) = wgsl_layout("Params");
-    assert_eq!(size as usize, size_of::<Params>());
-    let host = [
-        ("n_bodies", offset_of!(Params, n_bodies)),
-        ("n_blocks", offset_of!(Params, n_blocks)),
-        ("coulomb", offset_of!(Params, coulomb)),
-        ("omega", offset_of!(Params, omega)),
-    ];
-    let host: Vec<_> = host
-        .iter()
-        .map(|(n, o)| (n.to_string(), *o as u32))
-        .collect();
-    assert_eq!(fields, host);
-    let (size, fields) = wgsl_layout("GpuBlock");
-    assert_eq!(size as usize, size_of::<GpuBlock>());
-    let host = [
-        ("kind", offset_of!(GpuBlock, kind)),
-        ("dim", offset_of!(GpuBlock, dim)),
-        ("row", offset_of!(GpuBlock, row)),
-        ("jac", offset_of!(GpuBlock, jac)),
-        ("body0", offset_of!(GpuBlock, body0)),
-        ("body1", offset_of!(GpuBlock, body1)),
-        ("mu", offset_of!(GpuBlock, mu)),
-        ("eta", offset_of!(GpuBlock, eta)),
-    ];
-    let host: Vec<_> = host
-        .iter()
-        .map(|(n, o)| (n.to_string(), *o as u32))
-        .collect();
-    assert_eq!(fields, host);
+    let common = kernels::REDUCE.wgsl();
+    macro_rules! check {
+        ($ty:ident { $($field:ident),* }) => {{
+            let (size, fields) = wgsl_layout(&common, stringify!($ty));
+            assert_eq!(size as usize, size_of::<$ty>(), "{}", stringify!($ty));
+            for (name, offset) in [$((stringify!($field), offset_of!($ty, $field))),*] {
+                let wgsl = fields.iter().find(|(n, _)| n == name);
+                assert_eq!(wgsl.map(|f| f.1 as usize), Some(offset), "{}.{name}", stringify!($ty));
+            }
+        }};
+    }
+    check!(Params { n_bodies, n_blocks, n_rows, coulomb, omega, r_norm, criterion });
+    check!(GpuBlock { kind, dim, row, jac, body0, body1, mu, eta });
+    check!(Partial { sums, maxes });
+    check!(Monitor { inf, two, relative, velocity, value, gamma_inf, best, gamma_scale, improved, measures });
+    check!(Apply { add_r });
+    check!(Reduce { count, slot });
+    check!(SpgConfig { alpha_min, alpha_max, armijo, sigma_min, sigma_max, n_gll, fallback });
+    check!(SpgState { alpha, lambda, j, hist_len, hist_head, history });
+    check!(ApgdState { lipschitz, step, theta, beta, accepted });
+    // The history holds MAX_GLL values on both sides.
+    assert_eq!(size_of::<SpgState>(), 32 + 4 * MAX_GLL);
 }
 
 /// `--device gpu` runs the `-gpu` variant of the chosen solver; a solver without one is a
@@ -669,14 +883,16 @@ fn device_gpu_selects_the_gpu_variant() {
     );
     let summary: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     assert_eq!(summary["solver"], "jacobi-gpu");
-    let (solver, note) = registry::solver_on("jacobi", registry::Device::Gpu).unwrap();
-    assert_eq!((solver.name(), note), ("jacobi-gpu", None));
-    let err = registry::solver_on("spg", registry::Device::Gpu)
+    for name in ["jacobi", "spg", "apgd"] {
+        let (solver, note) = registry::solver_on(name, registry::Device::Gpu).unwrap();
+        assert_eq!((solver.name(), note), (format!("{name}-gpu").as_str(), None));
+    }
+    let err = registry::solver_on("pgs", registry::Device::Gpu)
         .err()
         .unwrap()
         .to_string();
     assert!(
-        err.contains("`spg` has no GPU variant yet; GPU solvers: jacobi-gpu"),
+        err.contains("`pgs` has no GPU variant yet; GPU solvers: jacobi-gpu, spg-gpu, apgd-gpu"),
         "{err}"
     );
 }
