@@ -146,7 +146,11 @@ fn assert_parity(what: &str, gpu: &[f32], cpu: &[f32]) {
             "{what}[{i}]: gpu {g:e} cpu {c:e}"
         );
     }
-    eprintln!("{what}: max {} ulps over {} values", max_ulps(gpu, cpu), cpu.len());
+    eprintln!(
+        "{what}: max {} ulps over {} values",
+        max_ulps(gpu, cpu),
+        cpu.len()
+    );
 }
 
 fn bytes<T: bytemuck::Pod>(v: &[T]) -> Vec<u8> {
@@ -162,7 +166,10 @@ fn f32s(b: &[u8]) -> Vec<f32> {
 }
 
 fn flat(parts: &[Partial]) -> Vec<f32> {
-    parts.iter().flat_map(|p| p.sums.into_iter().chain(p.maxes)).collect()
+    parts
+        .iter()
+        .flat_map(|p| p.sums.into_iter().chain(p.maxes))
+        .collect()
 }
 
 fn random_vec(rng: &mut Rng, n: usize, lo: f64, hi: f64) -> Vec<f32> {
@@ -170,9 +177,17 @@ fn random_vec(rng: &mut Rng, n: usize, lo: f64, hi: f64) -> Vec<f32> {
 }
 
 /// Runs `kernel` once on `inputs` (binding order) and returns the binding `out`.
-fn dispatch(ctx: &GpuContext, kernel: &Kernel, items: u32, inputs: &[Vec<u8>], out: usize) -> Vec<u8> {
+fn dispatch(
+    ctx: &GpuContext,
+    kernel: &Kernel,
+    items: u32,
+    inputs: &[Vec<u8>],
+    out: usize,
+) -> Vec<u8> {
     let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
-    dispatch_once(ctx, kernel, items, &refs).unwrap().swap_remove(out)
+    dispatch_once(ctx, kernel, items, &refs)
+        .unwrap()
+        .swap_remove(out)
 }
 
 fn groups(n: u32) -> usize {
@@ -221,52 +236,127 @@ fn every_kernel_matches_its_cpu_mirror() {
     let mut tested = Vec::new();
     let mut check = |k: &Kernel| tested.push(k.name);
     let x = random_vec(&mut rng, m, -1.0, 1.0);
-    let with_r = Apply { add_r: 1, pad: [0; 3] };
+    let with_r = Apply {
+        add_r: 1,
+        pad: [0; 3],
+    };
 
     // Products, both forms.
     check(&kernels::FACTORED_BODIES);
-    let gpu = dispatch(&ctx, &kernels::FACTORED_BODIES, p.n_bodies, &[
-        one(&p), bytes(links_ptr), bytes(links), bytes(&data.blocks), bytes(minv_jac),
-        bytes(&x), bytes(&vec![0f32; 6 * nb]),
-    ], 6);
+    let gpu = dispatch(
+        &ctx,
+        &kernels::FACTORED_BODIES,
+        p.n_bodies,
+        &[
+            one(&p),
+            bytes(links_ptr),
+            bytes(links),
+            bytes(&data.blocks),
+            bytes(minv_jac),
+            bytes(&x),
+            bytes(&vec![0f32; 6 * nb]),
+        ],
+        6,
+    );
     let mut w = vec![0f32; 6 * nb];
     cpu::factored_bodies(&p, links_ptr, links, &data.blocks, minv_jac, &x, &mut w);
     assert_parity("factored_bodies w", &f32s(&gpu), &w);
 
     check(&kernels::FACTORED_ROWS);
-    let gpu = dispatch(&ctx, &kernels::FACTORED_ROWS, p.n_blocks, &[
-        one(&p), one(&with_r), bytes(&data.blocks), bytes(jac), bytes(&w), bytes(&data.r),
-        bytes(&data.compliance), bytes(&x), bytes(&vec![0f32; m]),
-    ], 8);
+    let gpu = dispatch(
+        &ctx,
+        &kernels::FACTORED_ROWS,
+        p.n_blocks,
+        &[
+            one(&p),
+            one(&with_r),
+            bytes(&data.blocks),
+            bytes(jac),
+            bytes(&w),
+            bytes(&data.r),
+            bytes(&data.compliance),
+            bytes(&x),
+            bytes(&vec![0f32; m]),
+        ],
+        8,
+    );
     let mut y = vec![0f32; m];
-    cpu::factored_rows(&p, &with_r, &data.blocks, jac, &w, &data.r, &data.compliance, &x, &mut y);
+    cpu::factored_rows(
+        &p,
+        &with_r,
+        &data.blocks,
+        jac,
+        &w,
+        &data.r,
+        &data.compliance,
+        &x,
+        &mut y,
+    );
     assert_parity("factored_rows y", &f32s(&gpu), &y);
 
     check(&kernels::CSR_ROWS);
-    let assembled = ProblemData::new(&siconos("Capsules-i101-404.dat"), &Settings::default()).unwrap();
-    let OperatorData::Csr { indptr, indices, values } = &assembled.op else {
+    let assembled =
+        ProblemData::new(&siconos("Capsules-i101-404.dat"), &Settings::default()).unwrap();
+    let OperatorData::Csr {
+        indptr,
+        indices,
+        values,
+    } = &assembled.op
+    else {
         panic!("CSR expected")
     };
     let pa = assembled.params;
     let xa = random_vec(&mut rng, pa.n_rows as usize, -1.0, 1.0);
     for add_r in [0, 1] {
         let apply = Apply { add_r, pad: [0; 3] };
-        let gpu = dispatch(&ctx, &kernels::CSR_ROWS, pa.n_rows, &[
-            one(&pa), one(&apply), bytes(indptr), bytes(indices), bytes(values),
-            bytes(&assembled.r), bytes(&assembled.compliance), bytes(&xa),
-            bytes(&vec![0f32; xa.len()]),
-        ], 8);
+        let gpu = dispatch(
+            &ctx,
+            &kernels::CSR_ROWS,
+            pa.n_rows,
+            &[
+                one(&pa),
+                one(&apply),
+                bytes(indptr),
+                bytes(indices),
+                bytes(values),
+                bytes(&assembled.r),
+                bytes(&assembled.compliance),
+                bytes(&xa),
+                bytes(&vec![0f32; xa.len()]),
+            ],
+            8,
+        );
         let mut y = vec![0f32; xa.len()];
-        cpu::csr_rows(&pa, &apply, indptr, indices, values, &assembled.r, &assembled.compliance, &xa, &mut y);
+        cpu::csr_rows(
+            &pa,
+            &apply,
+            indptr,
+            indices,
+            values,
+            &assembled.r,
+            &assembled.compliance,
+            &xa,
+            &mut y,
+        );
         assert_parity("csr_rows y", &f32s(&gpu), &y);
     }
 
     // Jacobi step and residual: u random, γ the (projected) warm start.
     let u = random_vec(&mut rng, m, -1.0, 1.0);
     check(&kernels::JACOBI_STEP);
-    let gpu = dispatch(&ctx, &kernels::JACOBI_STEP, p.n_blocks, &[
-        one(&p), bytes(&data.blocks), bytes(&u), bytes(&data.gamma), bytes(&vec![0f32; m]),
-    ], 4);
+    let gpu = dispatch(
+        &ctx,
+        &kernels::JACOBI_STEP,
+        p.n_blocks,
+        &[
+            one(&p),
+            bytes(&data.blocks),
+            bytes(&u),
+            bytes(&data.gamma),
+            bytes(&vec![0f32; m]),
+        ],
+        4,
+    );
     let mut g = vec![0f32; m];
     cpu::jacobi_step(&p, &data.blocks, &u, &data.gamma, &mut g);
     assert_ne!(g, data.gamma, "the step moved nothing");
@@ -274,10 +364,19 @@ fn every_kernel_matches_its_cpu_mirror() {
 
     check(&kernels::RESIDUAL);
     let np = groups(p.n_blocks);
-    let gpu = dispatch(&ctx, &kernels::RESIDUAL, p.n_blocks, &[
-        one(&p), bytes(&data.blocks), bytes(&data.gamma), bytes(&u),
-        bytes(&vec![Partial::default(); np]),
-    ], 4);
+    let gpu = dispatch(
+        &ctx,
+        &kernels::RESIDUAL,
+        p.n_blocks,
+        &[
+            one(&p),
+            bytes(&data.blocks),
+            bytes(&data.gamma),
+            bytes(&u),
+            bytes(&vec![Partial::default(); np]),
+        ],
+        4,
+    );
     let mut parts = vec![Partial::default(); np];
     cpu::residual(&p, &data.blocks, &data.gamma, &u, &mut parts);
     assert_parity("residual parts", &f32s(&gpu), &flat(&parts));
@@ -290,10 +389,18 @@ fn every_kernel_matches_its_cpu_mirror() {
             maxes: std::array::from_fn(|_| rng.uniform(0.0, 1.0) as f32),
         })
         .collect();
-    let cfg = Reduce { count: 700, slot: 2, pad: [0; 2] };
-    let gpu = dispatch(&ctx, &kernels::REDUCE, 1, &[
-        one(&cfg), bytes(&many), bytes(&vec![Partial::default(); SLOTS]),
-    ], 2);
+    let cfg = Reduce {
+        count: 700,
+        slot: 2,
+        pad: [0; 2],
+    };
+    let gpu = dispatch(
+        &ctx,
+        &kernels::REDUCE,
+        1,
+        &[one(&cfg), bytes(&many), bytes(&[Partial::default(); SLOTS])],
+        2,
+    );
     let mut scalars = vec![Partial::default(); SLOTS];
     cpu::reduce(&cfg, &many, &mut scalars);
     assert_parity("reduce scalars", &f32s(&gpu), &flat(&scalars));
@@ -303,23 +410,53 @@ fn every_kernel_matches_its_cpu_mirror() {
     check(&kernels::MEASURE);
     for (criterion, measures, best) in [(0, 0, 0.0), (1, 1, 1e9), (0, 4, 1e9), (1, 4, 1e-9)] {
         let params = Params { criterion, ..p };
-        let monitor = Monitor { measures, best, gamma_scale: 0.5, ..Monitor::default() };
-        let gpu: Monitor = bytemuck::pod_read_unaligned(&dispatch(&ctx, &kernels::MEASURE, 1, &[
-            one(&params), bytes(&scalars), one(&monitor),
-        ], 2));
+        let monitor = Monitor {
+            measures,
+            best,
+            gamma_scale: 0.5,
+            ..Monitor::default()
+        };
+        let gpu: Monitor = bytemuck::pod_read_unaligned(&dispatch(
+            &ctx,
+            &kernels::MEASURE,
+            1,
+            &[one(&params), bytes(&scalars), one(&monitor)],
+            2,
+        ));
         let mut mirror = monitor;
         cpu::measure(&params, &scalars, &mut mirror);
-        assert_eq!((gpu.improved, gpu.measures), (mirror.improved, mirror.measures));
-        let f = |m: &Monitor| vec![m.inf, m.two, m.relative, m.velocity, m.value, m.gamma_inf, m.best, m.gamma_scale];
+        assert_eq!(
+            (gpu.improved, gpu.measures),
+            (mirror.improved, mirror.measures)
+        );
+        let f = |m: &Monitor| {
+            vec![
+                m.inf,
+                m.two,
+                m.relative,
+                m.velocity,
+                m.value,
+                m.gamma_inf,
+                m.best,
+                m.gamma_scale,
+            ]
+        };
         assert_parity("measure monitor", &f(&gpu), &f(&mirror));
     }
 
     check(&kernels::COPY_IF);
     for improved in [0, 1] {
-        let monitor = Monitor { improved, ..Monitor::default() };
-        let gpu = dispatch(&ctx, &kernels::COPY_IF, p.n_rows, &[
-            one(&p), one(&monitor), bytes(&u), bytes(&x),
-        ], 3);
+        let monitor = Monitor {
+            improved,
+            ..Monitor::default()
+        };
+        let gpu = dispatch(
+            &ctx,
+            &kernels::COPY_IF,
+            p.n_rows,
+            &[one(&p), one(&monitor), bytes(&u), bytes(&x)],
+            3,
+        );
         let mut dst = x.clone();
         cpu::copy_if(&p, &monitor, &u, &mut dst);
         assert_eq!(f32s(&gpu), dst);
@@ -327,26 +464,64 @@ fn every_kernel_matches_its_cpu_mirror() {
 
     // P-SPG-FB kernels.
     let spg_cfg = SpgConfig {
-        alpha_min: 1e-9, alpha_max: 1e9, armijo: 1e-4, sigma_min: 0.1, sigma_max: 0.9,
-        n_gll: 10, fallback: 0, pad: 0,
+        alpha_min: 1e-9,
+        alpha_max: 1e9,
+        armijo: 1e-4,
+        sigma_min: 0.1,
+        sigma_max: 0.9,
+        n_gll: 10,
+        fallback: 0,
+        pad: 0,
     };
     let state = SpgState {
-        alpha: 0.7, lambda: 0.37, j: 3, hist_len: 4, hist_head: 4, pad: [0; 3],
+        alpha: 0.7,
+        lambda: 0.37,
+        j: 3,
+        hist_len: 4,
+        hist_head: 4,
+        pad: [0; 3],
         history: std::array::from_fn(|i| if i < 4 { -0.1 * i as f32 } else { 0.0 }),
     };
     let d0 = random_vec(&mut rng, m, -1.0, 1.0);
     check(&kernels::SPG_DIRECTION);
     for (fallback, dg_pre) in [(0, -1.0), (1, 1.0), (1, -1.0)] {
-        let cfg = SpgConfig { fallback, ..spg_cfg };
+        let cfg = SpgConfig {
+            fallback,
+            ..spg_cfg
+        };
         let mut sc = vec![Partial::default(); SLOTS];
         sc[SLOT_A as usize].sums[0] = dg_pre;
-        let out = dispatch_once(&ctx, &kernels::SPG_DIRECTION, p.n_blocks, &[
-            &one(&p), &one(&cfg), &bytes(&data.blocks), &bytes(&sc), &one(&state),
-            &bytes(&data.gamma), &bytes(&u), &bytes(&data.precond), &bytes(&d0),
-            &bytes(&vec![Partial::default(); np]),
-        ]).unwrap();
+        let out = dispatch_once(
+            &ctx,
+            &kernels::SPG_DIRECTION,
+            p.n_blocks,
+            &[
+                &one(&p),
+                &one(&cfg),
+                &bytes(&data.blocks),
+                &bytes(&sc),
+                &one(&state),
+                &bytes(&data.gamma),
+                &bytes(&u),
+                &bytes(&data.precond),
+                &bytes(&d0),
+                &bytes(&vec![Partial::default(); np]),
+            ],
+        )
+        .unwrap();
         let (mut d, mut parts) = (d0.clone(), vec![Partial::default(); np]);
-        cpu::spg_direction(&p, &cfg, &data.blocks, &sc, &state, &data.gamma, &u, &data.precond, &mut d, &mut parts);
+        cpu::spg_direction(
+            &p,
+            &cfg,
+            &data.blocks,
+            &sc,
+            &state,
+            &data.gamma,
+            &u,
+            &data.precond,
+            &mut d,
+            &mut parts,
+        );
         assert_parity("spg_direction d", &f32s(&out[8]), &d);
         assert_parity("spg_direction parts", &f32s(&out[9]), &flat(&parts));
     }
@@ -354,16 +529,37 @@ fn every_kernel_matches_its_cpu_mirror() {
     let ad = random_vec(&mut rng, m, -1.0, 1.0);
     check(&kernels::SPG_CURVATURE);
     let npr = groups(p.n_rows);
-    let gpu = dispatch(&ctx, &kernels::SPG_CURVATURE, p.n_rows, &[
-        one(&p), bytes(&data.precond), bytes(&d0), bytes(&ad), bytes(&vec![Partial::default(); npr]),
-    ], 4);
+    let gpu = dispatch(
+        &ctx,
+        &kernels::SPG_CURVATURE,
+        p.n_rows,
+        &[
+            one(&p),
+            bytes(&data.precond),
+            bytes(&d0),
+            bytes(&ad),
+            bytes(&vec![Partial::default(); npr]),
+        ],
+        4,
+    );
     let mut parts = vec![Partial::default(); npr];
     cpu::spg_curvature(&p, &data.precond, &d0, &ad, &mut parts);
     assert_parity("spg_curvature parts", &f32s(&gpu), &flat(&parts));
 
     check(&kernels::SPG_SCALARS);
-    let fresh = SpgState { j: 0, hist_len: 0, hist_head: 0, history: [0.0; MAX_GLL], ..state };
-    let full = SpgState { hist_len: 10, hist_head: 7, history: std::array::from_fn(|i| -0.01 * i as f32), ..state };
+    let fresh = SpgState {
+        j: 0,
+        hist_len: 0,
+        hist_head: 0,
+        history: [0.0; MAX_GLL],
+        ..state
+    };
+    let full = SpgState {
+        hist_len: 10,
+        hist_head: 7,
+        history: std::array::from_fn(|i| -0.01 * i as f32),
+        ..state
+    };
     // (dg, d·Pd) of slot A, of slot B, curvature d·Ad: a plain step, a backtracking one
     // (negative curvature bound), the fallback, the descent bound, a stationary point.
     for (a, b, dad, st) in [
@@ -377,12 +573,19 @@ fn every_kernel_matches_its_cpu_mirror() {
         sc[SLOT_A as usize].sums[..2].copy_from_slice(&[a.0, a.1]);
         sc[SLOT_B as usize].sums[..2].copy_from_slice(&[b.0, b.1]);
         sc[SLOT_C as usize].sums[..3].copy_from_slice(&[dad, 0.4, 1.1]);
-        let gpu: SpgState = bytemuck::pod_read_unaligned(&dispatch(&ctx, &kernels::SPG_SCALARS, 1, &[
-            one(&spg_cfg), bytes(&sc), one(&st),
-        ], 2));
+        let gpu: SpgState = bytemuck::pod_read_unaligned(&dispatch(
+            &ctx,
+            &kernels::SPG_SCALARS,
+            1,
+            &[one(&spg_cfg), bytes(&sc), one(&st)],
+            2,
+        ));
         let mut mirror = st;
         cpu::spg_scalars(&spg_cfg, &sc, &mut mirror);
-        assert_eq!((gpu.j, gpu.hist_len, gpu.hist_head), (mirror.j, mirror.hist_len, mirror.hist_head));
+        assert_eq!(
+            (gpu.j, gpu.hist_len, gpu.hist_head),
+            (mirror.j, mirror.hist_len, mirror.hist_head)
+        );
         let f = |s: &SpgState| {
             let mut v = vec![s.alpha, s.lambda];
             v.extend(s.history);
@@ -393,31 +596,71 @@ fn every_kernel_matches_its_cpu_mirror() {
     }
 
     check(&kernels::SPG_UPDATE);
-    let out = dispatch_once(&ctx, &kernels::SPG_UPDATE, p.n_rows, &[
-        &one(&p), &one(&state), &bytes(&d0), &bytes(&ad), &bytes(&x), &bytes(&u),
-    ]).unwrap();
+    let out = dispatch_once(
+        &ctx,
+        &kernels::SPG_UPDATE,
+        p.n_rows,
+        &[
+            &one(&p),
+            &one(&state),
+            &bytes(&d0),
+            &bytes(&ad),
+            &bytes(&x),
+            &bytes(&u),
+        ],
+    )
+    .unwrap();
     let (mut xs, mut gs) = (x.clone(), u.clone());
     cpu::spg_update(&p, &state, &d0, &ad, &mut xs, &mut gs);
     assert_parity("spg_update x", &f32s(&out[4]), &xs);
     assert_parity("spg_update g", &f32s(&out[5]), &gs);
 
     // APGD kernels.
-    let ast = ApgdState { lipschitz: 3.0, step: 0.2, theta: 0.6, beta: 0.3, accepted: 1, pad: [0; 3] };
+    let ast = ApgdState {
+        lipschitz: 3.0,
+        step: 0.2,
+        theta: 0.6,
+        beta: 0.3,
+        accepted: 1,
+        pad: [0; 3],
+    };
     check(&kernels::APGD_TRIAL);
-    let out = dispatch_once(&ctx, &kernels::APGD_TRIAL, p.n_blocks, &[
-        &one(&p), &bytes(&data.blocks), &one(&ast), &bytes(&data.gamma), &bytes(&u),
-        &bytes(&vec![0f32; m]), &bytes(&vec![0f32; m]),
-    ]).unwrap();
+    let out = dispatch_once(
+        &ctx,
+        &kernels::APGD_TRIAL,
+        p.n_blocks,
+        &[
+            &one(&p),
+            &bytes(&data.blocks),
+            &one(&ast),
+            &bytes(&data.gamma),
+            &bytes(&u),
+            &bytes(&vec![0f32; m]),
+            &bytes(&vec![0f32; m]),
+        ],
+    )
+    .unwrap();
     let (mut xn, mut d) = (vec![0f32; m], vec![0f32; m]);
     cpu::apgd_trial(&p, &data.blocks, &ast, &data.gamma, &u, &mut xn, &mut d);
     assert_parity("apgd_trial x_new", &f32s(&out[5]), &xn);
     assert_parity("apgd_trial d", &f32s(&out[6]), &d);
 
     check(&kernels::APGD_CURVATURE);
-    let gpu = dispatch(&ctx, &kernels::APGD_CURVATURE, p.n_rows, &[
-        one(&p), bytes(&d), bytes(&ad), bytes(&u), bytes(&x), bytes(&xn),
-        bytes(&vec![Partial::default(); npr]),
-    ], 6);
+    let gpu = dispatch(
+        &ctx,
+        &kernels::APGD_CURVATURE,
+        p.n_rows,
+        &[
+            one(&p),
+            bytes(&d),
+            bytes(&ad),
+            bytes(&u),
+            bytes(&x),
+            bytes(&xn),
+            bytes(&vec![Partial::default(); npr]),
+        ],
+        6,
+    );
     let mut parts = vec![Partial::default(); npr];
     cpu::apgd_curvature(&p, &d, &ad, &u, &x, &xn, &mut parts);
     assert_parity("apgd_curvature parts", &f32s(&gpu), &flat(&parts));
@@ -427,9 +670,13 @@ fn every_kernel_matches_its_cpu_mirror() {
     for (dad, dd, gstep) in [(1.0, 1.0, -0.5), (1.0, 1.0, 0.5), (5.0, 1.0, -0.5)] {
         let mut sc = vec![Partial::default(); SLOTS];
         sc[SLOT_A as usize].sums[..3].copy_from_slice(&[dad, dd, gstep]);
-        let gpu: ApgdState = bytemuck::pod_read_unaligned(&dispatch(&ctx, &kernels::APGD_SCALARS, 1, &[
-            bytes(&sc), one(&ast),
-        ], 1));
+        let gpu: ApgdState = bytemuck::pod_read_unaligned(&dispatch(
+            &ctx,
+            &kernels::APGD_SCALARS,
+            1,
+            &[bytes(&sc), one(&ast)],
+            1,
+        ));
         let mut mirror = ast;
         cpu::apgd_scalars(&sc, &mut mirror);
         assert_eq!(gpu.accepted, mirror.accepted);
@@ -438,13 +685,28 @@ fn every_kernel_matches_its_cpu_mirror() {
     }
 
     check(&kernels::APGD_UPDATE);
-    let out = dispatch_once(&ctx, &kernels::APGD_UPDATE, p.n_rows, &[
-        &one(&p), &one(&ast), &bytes(&xn), &bytes(&ad), &bytes(&x), &bytes(&u), &bytes(&d0),
-        &bytes(&ad),
-    ]).unwrap();
+    let out = dispatch_once(
+        &ctx,
+        &kernels::APGD_UPDATE,
+        p.n_rows,
+        &[
+            &one(&p),
+            &one(&ast),
+            &bytes(&xn),
+            &bytes(&ad),
+            &bytes(&x),
+            &bytes(&u),
+            &bytes(&d0),
+            &bytes(&ad),
+        ],
+    )
+    .unwrap();
     let (mut xa, mut ua, mut ya, mut gya) = (x.clone(), u.clone(), d0.clone(), ad.clone());
     cpu::apgd_update(&p, &ast, &xn, &ad, &mut xa, &mut ua, &mut ya, &mut gya);
-    for (i, (what, v)) in [("x", &xa), ("u", &ua), ("y", &ya), ("g_y", &gya)].into_iter().enumerate() {
+    for (i, (what, v)) in [("x", &xa), ("u", &ua), ("y", &ya), ("g_y", &gya)]
+        .into_iter()
+        .enumerate()
+    {
         assert_parity(&format!("apgd_update {what}"), &f32s(&out[4 + i]), v);
     }
 
@@ -604,14 +866,33 @@ fn certify(what: &str, sys: &System, settings: &Settings, cpu: &Report, gpu: &Re
         gpu.solver,
         gpu.status
     );
-    assert!(settings.criterion.of(&gpu.residual) <= tol, "{what}: {}", gpu.solver);
+    assert!(
+        settings.criterion.of(&gpu.residual) <= tol,
+        "{what}: {}",
+        gpu.solver
+    );
     let bound = 4.0 * tol * scale;
     for (name, a, b, bound) in [
-        ("natural_map_inf", c.natural_map_inf, g.natural_map_inf, bound),
+        (
+            "natural_map_inf",
+            c.natural_map_inf,
+            g.natural_map_inf,
+            bound,
+        ),
         ("natural_map_2", c.natural_map_2, g.natural_map_2, bound),
-        ("primal_violation", c.primal_violation, g.primal_violation, bound),
+        (
+            "primal_violation",
+            c.primal_violation,
+            g.primal_violation,
+            bound,
+        ),
         ("dual_violation", c.dual_violation, g.dual_violation, bound),
-        ("complementarity", c.complementarity, g.complementarity, bound * scale),
+        (
+            "complementarity",
+            c.complementarity,
+            g.complementarity,
+            bound * scale,
+        ),
         ("objective", c.objective, g.objective, bound * scale),
     ] {
         assert!(
@@ -626,7 +907,9 @@ fn certify(what: &str, sys: &System, settings: &Settings, cpu: &Report, gpu: &Re
 
 /// The problem of a step of a scene, after `steps` steps with `pgs`.
 fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(file);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenes")
+        .join(file);
     let sets: Vec<(String, String)> = sets
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -661,7 +944,10 @@ fn gpu_solvers_agree_with_cpu_on_scene_problems() {
         let sys = scene_problem(file, sets, steps);
         assert!(sys.factored().is_some());
         for name in ["jacobi", "spg", "apgd"] {
-            let cpu = registry::solver(name).unwrap().solve(&sys, &settings).unwrap();
+            let cpu = registry::solver(name)
+                .unwrap()
+                .solve(&sys, &settings)
+                .unwrap();
             let (g, _) = gpu.solve(name, &sys, &settings);
             certify(file, &sys, &settings, &cpu, &g);
         }
@@ -699,7 +985,10 @@ fn gpu_solvers_agree_with_cpu_on_siconos_problems() {
     for (file, sys) in &systems {
         assert!(sys.factored().is_none());
         for name in ["jacobi", "spg", "apgd"] {
-            let cpu = registry::solver(name).unwrap().solve(sys, &settings).unwrap();
+            let cpu = registry::solver(name)
+                .unwrap()
+                .solve(sys, &settings)
+                .unwrap();
             let (g, _) = gpu.solve(name, sys, &settings);
             certify(file, sys, &settings, &cpu, &g);
         }
@@ -727,7 +1016,12 @@ fn two_runs_are_bit_identical() {
             let (b, _) = Gpu::new(&ctx).solve(name, &sys, &settings);
             assert_eq!(a.iterations, 95, "{name}");
             assert_eq!(bits(&a.gamma), bits(&b.gamma), "{name} {friction:?}");
-            let trace = |r: &Report| r.trace.iter().map(|t| t.residual.to_bits()).collect::<Vec<_>>();
+            let trace = |r: &Report| {
+                r.trace
+                    .iter()
+                    .map(|t| t.residual.to_bits())
+                    .collect::<Vec<_>>()
+            };
             assert_eq!(trace(&a), trace(&b), "{name} {friction:?}");
         }
     }
@@ -839,15 +1133,64 @@ fn host_structs_match_the_shaders() {
             }
         }};
     }
-    check!(Params { n_bodies, n_blocks, n_rows, coulomb, omega, r_norm, criterion });
-    check!(GpuBlock { kind, dim, row, jac, body0, body1, mu, eta });
+    check!(Params {
+        n_bodies,
+        n_blocks,
+        n_rows,
+        coulomb,
+        omega,
+        r_norm,
+        criterion
+    });
+    check!(GpuBlock {
+        kind,
+        dim,
+        row,
+        jac,
+        body0,
+        body1,
+        mu,
+        eta
+    });
     check!(Partial { sums, maxes });
-    check!(Monitor { inf, two, relative, velocity, value, gamma_inf, best, gamma_scale, improved, measures });
+    check!(Monitor {
+        inf,
+        two,
+        relative,
+        velocity,
+        value,
+        gamma_inf,
+        best,
+        gamma_scale,
+        improved,
+        measures
+    });
     check!(Apply { add_r });
     check!(Reduce { count, slot });
-    check!(SpgConfig { alpha_min, alpha_max, armijo, sigma_min, sigma_max, n_gll, fallback });
-    check!(SpgState { alpha, lambda, j, hist_len, hist_head, history });
-    check!(ApgdState { lipschitz, step, theta, beta, accepted });
+    check!(SpgConfig {
+        alpha_min,
+        alpha_max,
+        armijo,
+        sigma_min,
+        sigma_max,
+        n_gll,
+        fallback
+    });
+    check!(SpgState {
+        alpha,
+        lambda,
+        j,
+        hist_len,
+        hist_head,
+        history
+    });
+    check!(ApgdState {
+        lipschitz,
+        step,
+        theta,
+        beta,
+        accepted
+    });
     // The history holds MAX_GLL values on both sides.
     assert_eq!(size_of::<SpgState>(), 32 + 4 * MAX_GLL);
 }
@@ -885,7 +1228,10 @@ fn device_gpu_selects_the_gpu_variant() {
     assert_eq!(summary["solver"], "jacobi-gpu");
     for name in ["jacobi", "spg", "apgd"] {
         let (solver, note) = registry::solver_on(name, registry::Device::Gpu).unwrap();
-        assert_eq!((solver.name(), note), (format!("{name}-gpu").as_str(), None));
+        assert_eq!(
+            (solver.name(), note),
+            (format!("{name}-gpu").as_str(), None)
+        );
     }
     let err = registry::solver_on("pgs", registry::Device::Gpu)
         .err()

@@ -74,7 +74,11 @@ impl Program for ApgdProgram {
     }
 
     fn iteration(&self, k: usize) -> Vec<&Step> {
-        let refresh = if Self::refresh(k) { &self.start[..] } else { &[] };
+        let refresh = if Self::refresh(k) {
+            &self.start[..]
+        } else {
+            &[]
+        };
         self.iterate.iter().chain(refresh).collect()
     }
 
@@ -123,7 +127,7 @@ impl GpuKernels {
 ///
 /// Same settings and best-iterate fallback as [`Apgd`] (initial `L = ‖(N + E) 1‖ / √m`,
 /// shrink 0.9, gradient restart), on factored and assembled problems, the Coulomb model by
-/// the outer De Saxcé fixed point ([`coulomb`]). One trial step per iteration: where the CPU
+/// the outer De Saxcé fixed point of the CPU solvers. One trial step per iteration: where the CPU
 /// doubles `L` and retries within an iteration, `apgd-gpu` spends that iteration (and its
 /// product) on the rejected trial and leaves the iterate in place.
 #[derive(Debug, Default)]

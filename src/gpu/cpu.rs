@@ -4,7 +4,7 @@
 //! compare with these.
 
 use super::data::{
-    Apply, ApgdState, CONE_COULOMB, CONE_UNILATERAL, GpuBlock, Monitor, Params, Partial, Reduce,
+    ApgdState, Apply, CONE_COULOMB, CONE_UNILATERAL, GpuBlock, Monitor, Params, Partial, Reduce,
     SLOT_A, SLOT_B, SLOT_C, SLOT_RESIDUAL, SpgConfig, SpgState,
 };
 use super::kernels::WORKGROUP;
@@ -384,7 +384,8 @@ pub fn spg_scalars(cfg: &SpgConfig, scalars: &[Partial], state: &mut SpgState) {
         dir = scalars[SLOT_B as usize].sums;
     }
     let dg = dir[0].min(-dir[1] / s.alpha);
-    if !(dg < 0.0) {
+    // Not a descent direction, or NaN: `!(dg < 0)` in the shader.
+    if dg.is_nan() || dg >= 0.0 {
         s.lambda = 0.0;
         return;
     }
@@ -489,7 +490,8 @@ pub fn apgd_scalars(scalars: &[Partial], state: &mut ApgdState) {
     let s = state;
     let c = scalars[SLOT_A as usize].sums;
     let (dad, dd) = (c[0], c[1]);
-    if !(dad <= s.lipschitz * dd || dd == 0.0) {
+    let accept = dad <= s.lipschitz * dd || dd == 0.0;
+    if !accept {
         s.lipschitz *= 2.0;
         s.step = 1.0 / s.lipschitz;
         s.accepted = 0;

@@ -11,8 +11,8 @@ use super::data::{
     Apply, Monitor, OperatorData, Params, Partial, ProblemData, Reduce, SLOT_RESIDUAL, SLOTS,
 };
 use super::kernels::{
-    Access, COPY_IF, CSR_ROWS, Domain, FACTORED_BODIES, FACTORED_ROWS, Kernel,
-    MAX_WORKGROUPS, MEASURE, REDUCE, RESIDUAL, WORKGROUP,
+    Access, COPY_IF, CSR_ROWS, Domain, FACTORED_BODIES, FACTORED_ROWS, Kernel, MAX_WORKGROUPS,
+    MEASURE, REDUCE, RESIDUAL, WORKGROUP,
 };
 use crate::error::{Error, Result};
 

@@ -31,7 +31,11 @@ impl JacobiProgram {
             steps.push(engine.step(
                 ctx,
                 &JACOBI_STEP,
-                &[("u", &u), ("gamma_in", &gamma[i]), ("gamma_out", &gamma[1 - i])],
+                &[
+                    ("u", &u),
+                    ("gamma_in", &gamma[i]),
+                    ("gamma_out", &gamma[1 - i]),
+                ],
             )?);
             Ok(steps)
         };

@@ -30,9 +30,9 @@ mod spg;
 pub use apgd::ApgdGpu;
 pub use context::{ADAPTER_ENV, AdapterSummary, GpuContext, adapters};
 pub use data::{
-    Apply, ApgdState, CONE_BILATERAL, CONE_COULOMB, CONE_UNILATERAL, GpuBlock, MAX_GLL,
-    Monitor, OperatorData, Params, Partial, ProblemData, Reduce, SLOT_A, SLOT_B, SLOT_C,
-    SLOT_RESIDUAL, SLOTS, SpgConfig, SpgState,
+    ApgdState, Apply, CONE_BILATERAL, CONE_COULOMB, CONE_UNILATERAL, GpuBlock, MAX_GLL, Monitor,
+    OperatorData, Params, Partial, ProblemData, Reduce, SLOT_A, SLOT_B, SLOT_C, SLOT_RESIDUAL,
+    SLOTS, SpgConfig, SpgState,
 };
 pub use engine::{GpuStats, dispatch_once};
 pub use jacobi::JacobiGpu;

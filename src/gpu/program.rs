@@ -132,11 +132,7 @@ impl GpuKernels {
     /// Bytes one iteration moves at least: the storage buffers each of its dispatches binds,
     /// each read or written once (the bound of the bandwidth figure of the benchmark).
     pub fn bytes_per_iteration(&self) -> u64 {
-        self.program
-            .iteration(1)
-            .into_iter()
-            .map(Step::bytes)
-            .sum()
+        self.program.iteration(1).into_iter().map(Step::bytes).sum()
     }
 
     fn read_monitors(&mut self, first: bool) -> Result<Vec<Monitor>> {
@@ -188,12 +184,8 @@ impl GpuKernels {
             }
             let (progress, _) = state.as_mut().expect("set above");
             let products = (done..done + chunk).map(|k| self.program.products(k)).sum();
-            let (status, _) = progress.observe(
-                residual(&last),
-                f64::from(last.gamma_inf),
-                chunk,
-                products,
-            );
+            let (status, _) =
+                progress.observe(residual(&last), f64::from(last.gamma_inf), chunk, products);
             if let Some(status) = status {
                 let (progress, _) = state.take().expect("set above");
                 let buffer = if status == Status::Converged {

@@ -117,7 +117,11 @@ impl Program for SpgProgram {
     }
 
     fn iteration(&self, k: usize) -> Vec<&Step> {
-        let refresh = if Self::refresh(k) { &self.start[..] } else { &[] };
+        let refresh = if Self::refresh(k) {
+            &self.start[..]
+        } else {
+            &[]
+        };
         self.iterate.iter().chain(refresh).collect()
     }
 
@@ -156,10 +160,13 @@ impl GpuKernels {
 ///
 /// Same settings, parameters, defaults and best-iterate fallback as [`Spg`], on factored and
 /// assembled problems; the Coulomb model by the same outer De Saxcé fixed point
-/// ([`coulomb`]), each inner CCP solve on the GPU (reusing the buffers). Two differences of
-/// detail: the GLL memory holds differences `f_i − f` (the same test in exact arithmetic,
-/// robust in `f32`), and the gradient is refreshed on the iteration count (the CPU counts
-/// line searches, which differ only after a stationary step).
+/// of the CPU solvers, each inner CCP solve on the GPU (reusing the buffers). Differences of
+/// detail, all for `f32`: the GLL memory holds differences `f_i − f` (the same test in exact
+/// arithmetic), `d · g` is bounded by `−d · P d / α` (true in exact arithmetic; near the
+/// solution the rounding of `d · g` would make a good direction look ascending), the moves of
+/// blocks whose projection is the identity or zero are computed without cancellation, and the
+/// gradient is refreshed on the iteration count (the CPU counts line searches, which differ
+/// only after a stationary step).
 #[derive(Debug, Default)]
 pub struct SpgGpu {
     /// Its parameters.
