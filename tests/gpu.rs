@@ -1242,3 +1242,33 @@ fn device_gpu_selects_the_gpu_variant() {
         "{err}"
     );
 }
+
+/// `spg-gpu` takes the CPU solver's parameters; its GLL memory has a fixed length on the GPU.
+#[test]
+fn spg_gpu_parameters_are_checked() {
+    let Some(ctx) = context() else { return };
+    let sys = System::new(&random_problem(5, 20, 40)).unwrap();
+    let params = signorini::solver::SpgParams {
+        n_gll: MAX_GLL + 1,
+        ..Default::default()
+    };
+    let err = SpgGpu::with_context(ctx.clone())
+        .with_params(params)
+        .solve_with_stats(&sys, &Settings::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("spg.n_gll") && err.contains("at most 32"),
+        "{err}"
+    );
+    let params = signorini::solver::SpgParams {
+        armijo: 2.0,
+        ..Default::default()
+    };
+    let err = SpgGpu::with_context(ctx)
+        .with_params(params)
+        .solve_with_stats(&sys, &Settings::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("spg.armijo"), "{err}");
+}

@@ -246,6 +246,14 @@ impl Device {
         }
     }
 
+    /// The same device without its kernels.
+    pub(crate) fn without_kernels(self) -> Self {
+        Device {
+            context: self.context,
+            cache: Mutex::default(),
+        }
+    }
+
     /// The device, opened at the first call; `name` labels the error.
     pub(crate) fn context(&self, name: &str) -> Result<&GpuContext> {
         self.context

@@ -169,8 +169,7 @@ impl GpuKernels {
 /// only after a stationary step).
 #[derive(Debug, Default)]
 pub struct SpgGpu {
-    /// Its parameters.
-    pub params: SpgParams,
+    params: SpgParams,
     device: Device,
 }
 
@@ -180,6 +179,15 @@ impl SpgGpu {
         SpgGpu {
             params: SpgParams::default(),
             device: Device::with_context(context),
+        }
+    }
+
+    /// The same solver with `params` (the kernels built so far are dropped: their
+    /// configuration holds the parameters).
+    pub fn with_params(self, params: SpgParams) -> Self {
+        SpgGpu {
+            params,
+            device: self.device.without_kernels(),
         }
     }
 
