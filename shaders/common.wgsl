@@ -1,17 +1,36 @@
-// Shared declarations of the projected Jacobi kernels; prepended to each kernel's source.
-// Keep in sync with `src/gpu/data.rs` (`Params`, `GpuBlock`, `GpuLink`, cone kinds).
+// Shared declarations of every kernel; prepended to each kernel's source.
+// Keep the structs in sync with `src/gpu/data.rs` (same names, fields and order).
+
+const WORKGROUP: u32 = 256u;
+// Slots of the `scalars` buffer (reduction results): keep in sync with `SLOT_*`.
+const SLOT_RESIDUAL: u32 = 0u;
+const SLOT_A: u32 = 1u;
+const SLOT_B: u32 = 2u;
+const SLOT_C: u32 = 3u;
 
 struct Params {
     n_bodies: u32,
     n_blocks: u32,
-    // 1: Coulomb friction model (De Saxcé shift), 0: CCP.
+    n_rows: u32,
+    // 1: Coulomb friction model (De Saxce shift), 0: CCP.
     coulomb: u32,
     omega: f32,
-    // Largest block dimension: Jacobian slots per side in `jac`.
+    // ||r||_2 of the problem, the normalization of the relative residual.
+    r_norm: f32,
+    // 0: relative residual, 1: velocity residual.
+    criterion: u32,
+    // Largest block dimension: Jacobian slots per side of the factored form's `jac`.
     max_dim: u32,
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
+}
+
+// One (block, side) link of a body (factored form).
+struct GpuLink {
+    // First row of this side of the block in minv_jac.
+    minv_row: u32,
+    // First row of the block in x.
+    row: u32,
+    dim: u32,
+    pad: u32,
 }
 
 struct GpuBlock {
@@ -29,18 +48,126 @@ struct GpuBlock {
     eta: f32,
 }
 
-// One (block, side) link of a body.
-struct GpuLink {
-    // First row of this side of the block in minv_jac.
-    minv_row: u32,
-    // First row of the block in gamma.
-    row: u32,
-    dim: u32,
+struct Partial {
+    sums: vec4<f32>,
+    maxes: vec4<f32>,
+}
+
+struct Monitor {
+    inf: f32,
+    two: f32,
+    relative: f32,
+    velocity: f32,
+    value: f32,
+    gamma_inf: f32,
+    best: f32,
+    gamma_scale: f32,
+    improved: u32,
+    measures: u32,
+    pad0: u32,
+    pad1: u32,
+}
+
+struct Apply {
+    add_r: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
+}
+
+struct SpgConfig {
+    alpha_min: f32,
+    alpha_max: f32,
+    armijo: f32,
+    sigma_min: f32,
+    sigma_max: f32,
+    n_gll: u32,
+    fallback: u32,
     pad: u32,
 }
 
-// The linear index of an invocation in a grid of `groups` workgroups of `size` invocations
-// laid out in two dimensions (one dimension holds at most 65535 workgroups).
-fn linear_index(gid: vec3<u32>, groups: vec3<u32>, size: u32) -> u32 {
-    return gid.y * groups.x * size + gid.x;
+struct SpgState {
+    alpha: f32,
+    lambda: f32,
+    j: u32,
+    hist_len: u32,
+    hist_head: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
+    // f_i - f of the GLL memory (ring buffer).
+    history: array<f32, 32>,
+}
+
+struct ApgdState {
+    lipschitz: f32,
+    step: f32,
+    theta: f32,
+    beta: f32,
+    accepted: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
+}
+
+fn zero_partial() -> Partial {
+    return Partial(vec4<f32>(0.0), vec4<f32>(0.0));
+}
+
+// Euclidean projection on the cone of a block (src/problem/cone.rs): identity, R+, or the
+// circular cone {|t| <= mu n} with Siconos' three cases.
+fn project(kind: u32, mu: f32, v: vec3<f32>) -> vec3<f32> {
+    var x = v;
+    if kind == 1u {
+        x.x = max(x.x, 0.0);
+    } else if kind == 2u {
+        let a = mu;
+        let n = x.x;
+        let s = sqrt(x.y * x.y + x.z * x.z);
+        if s <= a * n {
+            // Inside the cone.
+        } else if a * s <= -n {
+            x = vec3<f32>(0.0);
+        } else {
+            let n_new = (a * s + n) / (1.0 + a * a);
+            let scale = a * n_new / s;
+            x = vec3<f32>(n_new, x.y * scale, x.z * scale);
+        }
+    }
+    return x;
+}
+
+// d = Proj_K(x + s) - x without the cancellation of the subtraction where the projection is
+// the identity (d = s) or zero (d = -x): in f32 the rounding of x in v - x otherwise swamps
+// d . g near the solution, and with it the descent test of the gradient methods.
+fn projected_move(kind: u32, mu: f32, x: vec3<f32>, s: vec3<f32>) -> vec3<f32> {
+    let v = x + s;
+    if kind == 1u {
+        if v.x >= 0.0 {
+            return s;
+        }
+        return -x;
+    }
+    if kind == 2u {
+        let a = mu;
+        let n = v.x;
+        let t = sqrt(v.y * v.y + v.z * v.z);
+        if t <= a * n {
+            return s;
+        }
+        if a * t <= -n {
+            return -x;
+        }
+        return project(kind, mu, v) - x;
+    }
+    return s;
+}
+
+// u_hat: u shifted by De Saxce's term mu ||u_t|| under the Coulomb model.
+fn model_velocity(b: GpuBlock, coulomb: u32, u: vec3<f32>) -> vec3<f32> {
+    var v = u;
+    if coulomb == 1u && b.kind == 2u {
+        v.x = v.x + b.mu * sqrt(v.y * v.y + v.z * v.z);
+    }
+    return v;
 }

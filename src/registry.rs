@@ -1,12 +1,13 @@
 //! Solver names → solvers. The CLI and the simulator pick solvers here by name.
 //!
-//! `jacobi-gpu` is always listed: it opens its device at its first solve, and without a
-//! usable adapter that solve returns [`Error::Gpu`] (see [`crate::gpu::JacobiGpu`]).
+//! The GPU solvers (`jacobi-gpu`, `spg-gpu`, `apgd-gpu`) are always listed: each opens its
+//! device at its first solve, and without a usable adapter that solve returns [`Error::Gpu`]
+//! (see [`crate::gpu::JacobiGpu`]).
 //! [`solver_on`] picks the GPU variant of a solver and falls back to the CPU, with a note,
 //! when no adapter exists.
 
 use crate::error::{Error, Result};
-use crate::gpu::JacobiGpu;
+use crate::gpu::{ApgdGpu, JacobiGpu, SpgGpu};
 use crate::solver::{Apgd, GaussSeidel, Jacobi, Solver, Spg};
 
 /// Every registered solver, in the order listed to users.
@@ -17,6 +18,8 @@ fn all() -> Vec<Box<dyn Solver>> {
         Box::new(Spg::default()),
         Box::new(Apgd),
         Box::new(JacobiGpu::default()),
+        Box::new(SpgGpu::default()),
+        Box::new(ApgdGpu::default()),
     ]
 }
 

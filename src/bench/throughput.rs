@@ -7,14 +7,12 @@
 //!   no stall rule) for a fixed number of iterations; the rate is taken from the solve's
 //!   trace between its first and last measured iterates, so setup, upload and the first
 //!   readback are excluded. This is what a user of `solve`/`simulate` gets per iteration.
-//! - `kernels` (GPU Jacobi only): the two Jacobi kernels alone, `iterations` iterations in
-//!   one submission, timed from submission to completion, best of three after a warm-up:
-//!   the figure to hold against the bandwidth bound.
+//! - `kernels` (GPU only): the solver's kernels alone ([`GpuKernels::run`]), `iterations`
+//!   iterations in one submission, timed from submission to completion, best of three after
+//!   a warm-up: the figure to hold against the bandwidth bound.
 //!
-//! Bytes per iteration are the fewest the Jacobi kernels must move (each buffer a kernel
-//! reads, read once; each output written once, [`JacobiData::bytes_per_iteration`]); for the
-//! other solvers, that amount per product with `N` (a lower bound: their vector updates are
-//! not counted).
+//! Bytes per iteration are those of the storage buffers one iteration's dispatches bind
+//! ([`GpuKernels::bytes_per_iteration`]): each read or written once.
 
 use std::fmt;
 use std::sync::Arc;
@@ -24,10 +22,10 @@ use serde::Serialize;
 
 use super::problems::granular_packing;
 use crate::error::{Error, Result};
-use crate::gpu::{AdapterSummary, GpuContext, JacobiData, JacobiKernels, bandwidth};
+use crate::gpu::{AdapterSummary, GpuContext, GpuKernels, ProblemData, bandwidth};
 use crate::problem::{FrictionModel, System};
 use crate::registry::{self, Device};
-use crate::solver::{Report, Settings};
+use crate::solver::{Report, Settings, SpgParams};
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]
@@ -159,12 +157,8 @@ pub fn run(config: &Config, mut progress: impl FnMut(&str)) -> Result<Throughput
     for &size in &config.sizes {
         progress(&format!("building the packing of {size} contacts"));
         let sys = System::new(&granular_packing(size)?)?;
-        let bytes = match &gpu {
-            Some(_) => Some(JacobiData::new(&sys, &settings)?.bytes_per_iteration() as f64),
-            None => None,
-        };
-        let row = |solver: &str, device, mode, seconds: f64, products: f64| {
-            let bytes_it = bytes.filter(|_| device == "gpu").map(|b| b * products);
+        let row = |solver: &str, device, mode, seconds: f64, products: f64, bytes: Option<u64>| {
+            let bytes_it = bytes.map(|b| b as f64);
             Row {
                 solver: solver.to_string(),
                 device,
@@ -201,13 +195,23 @@ pub fn run(config: &Config, mut progress: impl FnMut(&str)) -> Result<Throughput
                 solver.solve(&sys, &timed_settings(2))?;
                 let report = solver.solve(&sys, &settings)?;
                 let (seconds, products) = per_iteration(&report);
-                let label = if device == Device::Cpu { "cpu" } else { "gpu" };
-                rows.push(row(&run_name, label, "solve", seconds, products));
-            }
-            if let (true, Some(ctx)) = (name == "jacobi", &gpu) {
-                progress(&format!("jacobi kernels on {} contacts", sys.blocks()));
-                let seconds = jacobi_kernels(ctx, &sys, &settings)?;
-                rows.push(row("jacobi-gpu", "gpu", "kernels", seconds, 1.0));
+                let Some(ctx) = gpu.as_ref().filter(|_| device == Device::Gpu) else {
+                    rows.push(row(&run_name, "cpu", "solve", seconds, products, None));
+                    continue;
+                };
+                let mut kernels = gpu_kernels(ctx, name, &sys, &settings)?;
+                let bytes = kernels.bytes_per_iteration();
+                rows.push(row(
+                    &run_name,
+                    "gpu",
+                    "solve",
+                    seconds,
+                    products,
+                    Some(bytes),
+                ));
+                progress(&format!("{run_name} kernels on {} contacts", sys.blocks()));
+                let seconds = time_kernels(ctx, &mut kernels, config.iterations)?;
+                rows.push(row(&run_name, "gpu", "kernels", seconds, 1.0, Some(bytes)));
             }
         }
     }
@@ -223,24 +227,38 @@ pub fn run(config: &Config, mut progress: impl FnMut(&str)) -> Result<Throughput
     })
 }
 
-/// Timed submissions of the Jacobi kernels, after one untimed (clocks ramp up, pages map).
+/// Timed submissions of the kernels, after one untimed (clocks ramp up, pages map).
 const KERNEL_REPEATS: usize = 3;
 
-/// Seconds per iteration of the Jacobi kernels alone: the best of [`KERNEL_REPEATS`]
-/// submissions of `max_iter` iterations each.
-fn jacobi_kernels(ctx: &GpuContext, sys: &System, settings: &Settings) -> Result<f64> {
-    let data = JacobiData::new(sys, settings)?;
-    let mut kernels = JacobiKernels::new(ctx, &data);
+/// The kernels of the GPU variant of the CPU solver `name`.
+fn gpu_kernels(
+    ctx: &GpuContext,
+    name: &str,
+    sys: &System,
+    settings: &Settings,
+) -> Result<GpuKernels> {
+    let data = ProblemData::new(sys, settings)?;
+    match name {
+        "jacobi" => GpuKernels::jacobi(ctx, &data),
+        "spg" => GpuKernels::spg(ctx, &data, &SpgParams::default()),
+        "apgd" => GpuKernels::apgd(ctx, &data.with_lipschitz(sys)),
+        _ => Err(Error::Gpu(format!("no GPU kernels for `{name}`"))),
+    }
+}
+
+/// Seconds per iteration of `kernels` alone: the best of [`KERNEL_REPEATS`] submissions of
+/// `iterations` iterations each.
+fn time_kernels(ctx: &GpuContext, kernels: &mut GpuKernels, iterations: usize) -> Result<f64> {
     let mut best = f64::INFINITY;
     for repeat in 0..=KERNEL_REPEATS {
         let start = Instant::now();
-        kernels.run(settings.max_iter);
+        kernels.run(iterations);
         ctx.wait()?;
         if repeat > 0 {
             best = best.min(start.elapsed().as_secs_f64());
         }
     }
-    Ok(best / settings.max_iter as f64)
+    Ok(best / iterations as f64)
 }
 
 /// Fills `speedup_over_cpu` of each GPU row from the CPU `solve` row of the same solver and

@@ -6,7 +6,7 @@ use std::time::Instant;
 use wgpu::util::DeviceExt;
 
 use super::context::GpuContext;
-use super::jacobi::grid;
+use super::kernels::MAX_WORKGROUPS;
 use crate::error::{Error, Result};
 
 const COPY: &str = include_str!("../../shaders/copy.wgsl");
@@ -63,7 +63,10 @@ pub fn measure(ctx: &GpuContext, bytes: u64, copies: usize, repeats: usize) -> R
             },
         ],
     });
-    let (gx, gy) = grid(bytes / 16, WORKGROUP);
+    // A two-dimensional grid: one dimension holds at most MAX_WORKGROUPS workgroups.
+    let groups = (bytes / 16).div_ceil(WORKGROUP);
+    let gx = groups.min(u64::from(MAX_WORKGROUPS));
+    let (gx, gy) = (gx as u32, groups.div_ceil(gx) as u32);
     let submit = |n: usize| -> Result<f64> {
         let mut encoder = device.create_command_encoder(&Default::default());
         {

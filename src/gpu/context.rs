@@ -35,7 +35,7 @@ pub struct GpuContext {
 }
 
 /// WGSL shared by every kernel (structs), prepended to each kernel's source.
-const COMMON: &str = include_str!("../../shaders/common.wgsl");
+pub(crate) const COMMON: &str = include_str!("../../shaders/common.wgsl");
 
 fn instance() -> wgpu::Instance {
     wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())

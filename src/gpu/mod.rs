@@ -1,27 +1,42 @@
 //! The GPU path (DESIGN §4): wgpu + WGSL compute kernels in `f32`.
 //!
 //! - [`GpuContext`]: instance, adapter (pick one with the environment variable
-//!   [`ADAPTER_ENV`]), device with the adapter's buffer limits, queue; [`adapters`] lists
-//!   what wgpu finds (`signorini info`). Without a GPU, Mesa's software Vulkan driver
-//!   (lavapipe) runs every shader.
-//! - [`JacobiGpu`]: projected Jacobi on the factored form, registry name `jacobi-gpu`. Each
-//!   iteration is two dispatches: a gather over bodies (`w = M⁻¹ Jᵀ γ`, fixed summation order,
-//!   no atomics) and a projected step over blocks (ping-pong `γ` buffers). The host submits
-//!   [`READBACK_EVERY`] iterations per command buffer and reads `γ` back only then, to
-//!   measure the residual in `f64` on the CPU.
+//!   [`ADAPTER_ENV`]), device with the adapter's buffer limits, queue, compiled pipelines;
+//!   [`adapters`] lists what wgpu finds (`signorini info`). Without a GPU, Mesa's software
+//!   Vulkan driver (lavapipe) runs every shader.
+//! - [`kernels`]: the registry of kernels (WGSL file, domain, bindings in order); [`cpu`]
+//!   mirrors each in `f32` for the parity tests ([`dispatch_once`] runs one dispatch).
+//! - [`ProblemData`]: the arrays the kernels read (factored form, or `N` in CSR for
+//!   assembled and global problems) with the `Pod` structs shared with the shaders.
+//! - [`GpuKernels`]: the kernels and buffers of one solver; [`GpuKernels::run`] records
+//!   iterations without convergence tests (the throughput benchmark). All scalars (dot
+//!   products by deterministic tree reductions, step lengths, BB coefficients, GLL memory,
+//!   Armijo test, momentum and restart, residual and best iterate) stay on the GPU; the host
+//!   submits [`READBACK_EVERY`] iterations per command buffer and reads back a few scalars
+//!   after each, and the impulses once at the end, certified in `f64` on the CPU.
 //! - [`bandwidth`]: the device's memory bandwidth, measured by a copy kernel.
-//! - [`JacobiData`]: the host arrays the kernels read, in binding order, with the `Pod`
-//!   structs shared with the shaders; [`cpu`] mirrors both kernels in `f32` for the parity
-//!   tests.
+//! - The solvers [`JacobiGpu`], [`SpgGpu`], [`ApgdGpu`] (`jacobi-gpu`, `spg-gpu`,
+//!   `apgd-gpu`) keep their kernels and buffers for the next problem of the same sizes.
 
+mod apgd;
 pub mod bandwidth;
 mod context;
 pub mod cpu;
 mod data;
+mod engine;
 mod jacobi;
+pub mod kernels;
+mod program;
+mod spg;
 
+pub use apgd::ApgdGpu;
 pub use context::{ADAPTER_ENV, AdapterSummary, GpuContext, adapters};
 pub use data::{
-    CONE_BILATERAL, CONE_COULOMB, CONE_UNILATERAL, GpuBlock, GpuLink, JacobiData, Params,
+    ApgdState, Apply, CONE_BILATERAL, CONE_COULOMB, CONE_UNILATERAL, GpuBlock, GpuLink, MAX_GLL,
+    Monitor, OperatorData, Params, Partial, ProblemData, Reduce, SLOT_A, SLOT_B, SLOT_C,
+    SLOT_RESIDUAL, SLOTS, SpgConfig, SpgState,
 };
-pub use jacobi::{GpuStats, JacobiGpu, JacobiKernels, READBACK_EVERY};
+pub use engine::{GpuStats, dispatch_once};
+pub use jacobi::JacobiGpu;
+pub use program::{GpuKernels, READBACK_EVERY};
+pub use spg::SpgGpu;

@@ -41,6 +41,12 @@ pub trait DelassusOperator: Send + Sync {
     fn as_factored(&self) -> Option<&FactoredOperator> {
         None
     }
+
+    /// The explicit matrix `N`, for the kernels that work on it directly (the GPU path);
+    /// `None` for the factored form.
+    fn as_assembled(&self) -> Option<&CsrMatrix> {
+        None
+    }
 }
 
 /// Row offsets of the blocks: block `k` holds rows `offsets[k]..offsets[k + 1]`.
@@ -326,4 +332,8 @@ impl DelassusOperator for AssembledOperator {
     }
 
     fn scatter(&self, _k: usize, _delta: &[f64], _aux: &mut [f64]) {}
+
+    fn as_assembled(&self) -> Option<&CsrMatrix> {
+        Some(&self.n)
+    }
 }

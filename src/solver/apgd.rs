@@ -105,8 +105,6 @@ impl Solver for Apgd {
 
     fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
-        Ok(coulomb::solve(self.name(), sys, settings, |s| {
-            self.solve_ccp(sys, s)
-        }))
+        coulomb::solve(self.name(), sys, settings, |s| Ok(self.solve_ccp(sys, s)))
     }
 }

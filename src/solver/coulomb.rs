@@ -6,6 +6,7 @@
 use std::time::Instant;
 
 use super::{Report, Settings, Status, TraceEntry, block_steps};
+use crate::error::Result;
 use crate::problem::merit::{self, Residual};
 use crate::problem::{Cone, FrictionModel, System};
 
@@ -13,13 +14,14 @@ use crate::problem::{Cone, FrictionModel, System};
 const STALL_ROUNDS: usize = 20;
 
 /// Solves `sys` under `settings.friction` with `inner`, a CCP solver that honours
-/// `Settings::bias` and `Settings::warm_start`. The CCP model goes straight to `inner`.
+/// `Settings::bias` and `Settings::warm_start`. The CCP model goes straight to `inner`; an
+/// error of `inner` ends the solve.
 pub(crate) fn solve(
     name: &'static str,
     sys: &System,
     settings: &Settings,
-    inner: impl Fn(&Settings) -> Report,
-) -> Report {
+    mut inner: impl FnMut(&Settings) -> Result<Report>,
+) -> Result<Report> {
     let frictional = sys
         .cones()
         .iter()
@@ -67,7 +69,7 @@ pub(crate) fn solve(
             warm_start: Some(gamma),
             bias: Some(bias),
             ..settings.clone()
-        });
+        })?;
         let offset_t = trace.last().map_or(0.0, |t| t.time_s);
         trace.extend(report.trace.iter().skip(1).map(|t| TraceEntry {
             iteration: t.iteration + iterations,
@@ -98,7 +100,7 @@ pub(crate) fn solve(
     if status != Status::Converged {
         (_, res, gamma) = best;
     }
-    Report {
+    Ok(Report {
         solver: name.to_string(),
         status,
         iterations,
@@ -107,5 +109,5 @@ pub(crate) fn solve(
         merit: merit::evaluate(sys, &gamma, FrictionModel::Coulomb),
         gamma,
         trace,
-    }
+    })
 }

@@ -2,7 +2,7 @@
 //! every iterative solver shares (warm start, residual per iteration, best iterate, stopping).
 
 pub mod apgd;
-mod coulomb;
+pub(crate) mod coulomb;
 pub(crate) mod progress;
 
 use progress::Progress;

@@ -38,7 +38,9 @@ pub(crate) struct Progress<'a> {
     settings: &'a Settings,
     start: Instant,
     trace: Vec<TraceEntry>,
-    best: (f64, Residual, Vec<f64>),
+    best: (f64, Residual),
+    /// The best iterate, when the caller records iterates ([`Progress::record`]).
+    best_gamma: Vec<f64>,
     last: Residual,
     /// ∞-norm of the first iterates, the reference of the divergence test.
     gamma_scale: f64,
@@ -67,7 +69,8 @@ impl<'a> Progress<'a> {
                 time_s: 0.0,
                 products: 1,
             }],
-            best: (value, res, gamma.to_vec()),
+            best: (value, res),
+            best_gamma: gamma.to_vec(),
             last: res,
             gamma_scale: norm_inf(gamma),
             since_best: 0,
@@ -92,6 +95,23 @@ impl<'a> Progress<'a> {
         iterations: usize,
         products: usize,
     ) -> Option<Status> {
+        let (status, improved) = self.observe(res, norm_inf(gamma), iterations, products);
+        if improved {
+            self.best_gamma.copy_from_slice(gamma);
+        }
+        status
+    }
+
+    /// [`Progress::record`] for an iterate the caller keeps (the GPU solvers keep the best
+    /// iterate on the device): given its residual and `‖γ‖∞`, returns the status when the
+    /// solve must stop and whether the iterate is the new best one.
+    pub(crate) fn observe(
+        &mut self,
+        res: Residual,
+        gamma_inf: f64,
+        iterations: usize,
+        products: usize,
+    ) -> (Option<Status>, bool) {
         let first = self.iterations == 0;
         self.iterations += iterations;
         self.products += products;
@@ -104,31 +124,29 @@ impl<'a> Progress<'a> {
             time_s: self.start.elapsed().as_secs_f64(),
             products: self.products,
         });
-        let norm = norm_inf(gamma);
         if first {
-            self.gamma_scale = self.gamma_scale.max(norm);
+            self.gamma_scale = self.gamma_scale.max(gamma_inf);
         }
-        if !value.is_finite() || norm > DIVERGENCE_FACTOR * self.gamma_scale {
-            return Some(Status::NumericalError);
+        if !value.is_finite() || gamma_inf > DIVERGENCE_FACTOR * self.gamma_scale {
+            return (Some(Status::NumericalError), false);
         }
         if value <= self.settings.tol {
-            return Some(Status::Converged);
+            return (Some(Status::Converged), false);
         }
-        if value < self.best.0 {
-            self.best.0 = value;
-            self.best.1 = res;
-            self.best.2.copy_from_slice(gamma);
+        let improved = value < self.best.0;
+        if improved {
+            self.best = (value, res);
             self.since_best = 0;
         } else {
             self.since_best += iterations;
             if self.since_best >= self.settings.stall_iterations {
-                return Some(Status::Stalled);
+                return (Some(Status::Stalled), false);
             }
         }
         if self.iterations >= self.settings.max_iter {
-            return Some(Status::MaxIterations);
+            return (Some(Status::MaxIterations), improved);
         }
-        None
+        (None, improved)
     }
 
     /// The report: the last iterate `gamma` if converged, else the best one.
@@ -142,8 +160,21 @@ impl<'a> Progress<'a> {
         let (gamma, residual) = if status == Status::Converged {
             (gamma, self.last)
         } else {
-            (self.best.2, self.best.1)
+            (self.best_gamma.clone(), self.best.1)
         };
+        self.report(name, sys, status, gamma, residual)
+    }
+
+    /// The report of the iterate `gamma` the solve returns (the last one if converged, else
+    /// the best one) with its `residual`.
+    pub(crate) fn report(
+        self,
+        name: &str,
+        sys: &System,
+        status: Status,
+        gamma: Vec<f64>,
+        residual: Residual,
+    ) -> Report {
         Report {
             solver: name.to_string(),
             status,

@@ -62,7 +62,8 @@ impl Spg {
     /// Iterations between exact recomputations of the gradient.
     pub const REFRESH: usize = 50;
 
-    fn check(&self) -> Result<()> {
+    /// Checks the parameters' ranges.
+    pub(crate) fn check(&self) -> Result<()> {
         let p = &self.params;
         let bad = |name, value: f64, message: &str| {
             Err(Error::InvalidSetting {
@@ -195,8 +196,6 @@ impl Solver for Spg {
     fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
         self.check()?;
-        Ok(coulomb::solve(self.name(), sys, settings, |s| {
-            self.solve_ccp(sys, s)
-        }))
+        coulomb::solve(self.name(), sys, settings, |s| Ok(self.solve_ccp(sys, s)))
     }
 }

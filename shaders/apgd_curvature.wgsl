@@ -1,0 +1,29 @@
+// One invocation per row, one partial per workgroup: sums = (d . Ad, d . d, g_y . (x_new - x), 0):
+// the quadratic upper-bound test of the trial and the gradient-restart test.
+// Mirror: `src/gpu/cpu.rs::apgd_curvature`.
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> d: array<f32>;
+@group(0) @binding(2) var<storage, read> ad: array<f32>;
+@group(0) @binding(3) var<storage, read> g_y: array<f32>;
+@group(0) @binding(4) var<storage, read> x: array<f32>;
+@group(0) @binding(5) var<storage, read> x_new: array<f32>;
+@group(0) @binding(6) var<storage, read_write> parts: array<Partial>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    var p = zero_partial();
+    let i = gid.x;
+    if i < params.n_rows {
+        let di = d[i];
+        p.sums = vec4<f32>(di * ad[i], di * di, g_y[i] * (x_new[i] - x[i]), 0.0);
+    }
+    let total = workgroup_reduce(lid.x, p);
+    if lid.x == 0u {
+        parts[wid.x] = total;
+    }
+}

@@ -1,0 +1,229 @@
+//! P-SPG-FB on the GPU (`spg-gpu`), the iteration of [`crate::solver::Spg`] as a fixed
+//! schedule: preconditioned direction and `d · g` (a tree reduction), the unpreconditioned
+//! fallback direction (dispatched every iteration, idle unless `d · g ≥ 0`), `A d`, the
+//! curvature and BB products, one single-invocation kernel for the GLL line search and the
+//! BB step, and the update of `x` and `g`; `g = A x + b` recomputed every
+//! [`crate::solver::Spg::REFRESH`] iterations.
+
+use std::sync::Arc;
+
+use super::context::GpuContext;
+use super::data::{MAX_GLL, ProblemData, SLOT_A, SLOT_B, SLOT_C, SpgConfig, SpgState};
+use super::engine::{Engine, GpuStats, Step};
+use super::kernels::{Domain, SPG_CURVATURE, SPG_DIRECTION, SPG_SCALARS, SPG_UPDATE};
+use super::program::{Device, GpuKernels, Program};
+use crate::error::{Error, Result};
+use crate::problem::System;
+use crate::solver::{Report, Settings, Solver, Spg, SpgParams, coulomb};
+
+struct SpgProgram {
+    x: wgpu::Buffer,
+    best: wgpu::Buffer,
+    state: wgpu::Buffer,
+    initial: SpgState,
+    /// `g = A x + b`.
+    start: Vec<Step>,
+    iterate: Vec<Step>,
+    measure: Vec<Step>,
+}
+
+fn config(p: &SpgParams, fallback: u32) -> Result<SpgConfig> {
+    if p.n_gll > MAX_GLL {
+        return Err(Error::InvalidSetting {
+            name: "spg.n_gll",
+            value: p.n_gll.to_string(),
+            message: format!("spg-gpu keeps at most {MAX_GLL} values"),
+        });
+    }
+    Ok(SpgConfig {
+        alpha_min: p.alpha_min as f32,
+        alpha_max: p.alpha_max as f32,
+        armijo: p.armijo as f32,
+        sigma_min: p.sigma_min as f32,
+        sigma_max: p.sigma_max as f32,
+        n_gll: p.n_gll as u32,
+        fallback,
+        pad: 0,
+    })
+}
+
+impl SpgProgram {
+    fn new(ctx: &GpuContext, engine: &Engine, params: &SpgParams) -> Result<Self> {
+        let [x, g, d, ad, best] = ["x", "g", "d", "ad", "best"].map(|l| engine.vector(l));
+        let (x, g, d, ad, best) = (x?, g?, d?, ad?, best?);
+        let initial = SpgState {
+            alpha: params.alpha_0 as f32,
+            lambda: 0.0,
+            j: 0,
+            hist_len: 0,
+            hist_head: 0,
+            pad: [0; 3],
+            history: [0.0; MAX_GLL],
+        };
+        let state = engine.scalar_buffer("spg state", bytemuck::bytes_of(&initial));
+        let cfg = [0, 1].map(|fallback| {
+            config(params, fallback)
+                .map(|c| engine.uniform_buffer("spg config", bytemuck::bytes_of(&c)))
+        });
+        let [cfg, cfg_fallback] = cfg;
+        let (cfg, cfg_fallback) = (cfg?, cfg_fallback?);
+        let vectors = [
+            ("x", &x),
+            ("g", &g),
+            ("d", &d),
+            ("ad", &ad),
+            ("state", &state),
+        ];
+        fn with<'a>(
+            vectors: &[(&'a str, &'a wgpu::Buffer)],
+            cfg: &'a wgpu::Buffer,
+        ) -> Vec<(&'a str, &'a wgpu::Buffer)> {
+            let mut own = vectors.to_vec();
+            own.push(("cfg", cfg));
+            own
+        }
+        let mut iterate = vec![
+            engine.step(ctx, &SPG_DIRECTION, &with(&vectors, &cfg))?,
+            engine.reduce(ctx, Domain::Blocks, SLOT_A)?,
+            engine.step(ctx, &SPG_DIRECTION, &with(&vectors, &cfg_fallback))?,
+            engine.reduce(ctx, Domain::Blocks, SLOT_B)?,
+        ];
+        iterate.extend(engine.apply(ctx, &d, &ad, false)?);
+        iterate.extend([
+            engine.step(ctx, &SPG_CURVATURE, &vectors)?,
+            engine.reduce(ctx, Domain::Rows, SLOT_C)?,
+            engine.step(ctx, &SPG_SCALARS, &with(&vectors, &cfg))?,
+            engine.step(ctx, &SPG_UPDATE, &vectors)?,
+        ]);
+        Ok(SpgProgram {
+            start: engine.apply(ctx, &x, &g, true)?,
+            measure: engine.measure(ctx, &x, &g, &best)?,
+            iterate,
+            x,
+            best,
+            state,
+            initial,
+        })
+    }
+
+    fn refresh(k: usize) -> bool {
+        (k + 1) % Spg::REFRESH == 0
+    }
+}
+
+impl Program for SpgProgram {
+    fn start(&self) -> &[Step] {
+        &self.start
+    }
+
+    fn iteration(&self, k: usize) -> Vec<&Step> {
+        let refresh = if Self::refresh(k) {
+            &self.start[..]
+        } else {
+            &[]
+        };
+        self.iterate.iter().chain(refresh).collect()
+    }
+
+    fn products(&self, k: usize) -> usize {
+        1 + usize::from(Self::refresh(k))
+    }
+
+    fn measure(&self, _k: usize) -> &[Step] {
+        &self.measure
+    }
+
+    fn iterate(&self, _k: usize) -> &wgpu::Buffer {
+        &self.x
+    }
+
+    fn best(&self) -> &wgpu::Buffer {
+        &self.best
+    }
+
+    fn reset(&self, engine: &Engine, data: &ProblemData) {
+        engine.write(&self.x, bytemuck::cast_slice(&data.gamma));
+        engine.write(&self.state, bytemuck::bytes_of(&self.initial));
+    }
+}
+
+impl GpuKernels {
+    /// The P-SPG-FB kernels on `data` with `params` (`N_GLL` at most [`MAX_GLL`]).
+    pub fn spg(ctx: &GpuContext, data: &ProblemData, params: &SpgParams) -> Result<Self> {
+        GpuKernels::new(ctx, data, |engine| {
+            Ok(Box::new(SpgProgram::new(ctx, engine, params)?))
+        })
+    }
+}
+
+/// P-SPG-FB on the GPU in `f32`; registry name `spg-gpu`.
+///
+/// Same settings, parameters, defaults and best-iterate fallback as [`Spg`], on factored and
+/// assembled problems; the Coulomb model by the same outer De Saxcé fixed point
+/// of the CPU solvers, each inner CCP solve on the GPU (reusing the buffers). Differences of
+/// detail, all for `f32`: the GLL memory holds differences `f_i − f` (the same test in exact
+/// arithmetic), `d · g` is bounded by `−d · P d / α` (true in exact arithmetic; near the
+/// solution the rounding of `d · g` would make a good direction look ascending), the moves of
+/// blocks whose projection is the identity or zero are computed without cancellation, and the
+/// gradient is refreshed on the iteration count (the CPU counts line searches, which differ
+/// only after a stationary step).
+#[derive(Debug, Default)]
+pub struct SpgGpu {
+    params: SpgParams,
+    device: Device,
+}
+
+impl SpgGpu {
+    /// A solver with default parameters on an already opened device.
+    pub fn with_context(context: Arc<GpuContext>) -> Self {
+        SpgGpu {
+            params: SpgParams::default(),
+            device: Device::with_context(context),
+        }
+    }
+
+    /// The same solver with `params` (the kernels built so far are dropped: their
+    /// configuration holds the parameters).
+    pub fn with_params(self, params: SpgParams) -> Self {
+        SpgGpu {
+            params,
+            device: self.device.without_kernels(),
+        }
+    }
+
+    /// [`Solver::solve`] that also returns the host–GPU traffic counters.
+    pub fn solve_with_stats(
+        &self,
+        sys: &System,
+        settings: &Settings,
+    ) -> Result<(Report, GpuStats)> {
+        settings.validate(sys.rows())?;
+        Spg {
+            params: self.params,
+        }
+        .check()?;
+        config(&self.params, 0)?;
+        self.device.reset_stats();
+        let report = coulomb::solve(self.name(), sys, settings, |s| {
+            let data = ProblemData::new(sys, s)?;
+            self.device.with_kernels(
+                self.name(),
+                &data,
+                |ctx| GpuKernels::spg(ctx, &data, &self.params),
+                |k| k.solve(self.name(), sys, s, &data),
+            )
+        })?;
+        Ok((report, self.device.stats()))
+    }
+}
+
+impl Solver for SpgGpu {
+    fn name(&self) -> &'static str {
+        "spg-gpu"
+    }
+
+    fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
+        self.solve_with_stats(sys, settings)
+            .map(|(report, _)| report)
+    }
+}
