@@ -17,7 +17,7 @@
 
 use std::path::Path;
 
-use hdf5::types::{FixedAscii, VarLenAscii, VarLenUnicode};
+use hdf5::types::{FixedAscii, TypeDescriptor, VarLenAscii, VarLenUnicode};
 use hdf5::{Dataset, File, Group};
 
 use crate::error::{Error, FileFault, Result};
@@ -601,29 +601,48 @@ impl Writer<'_> {
     }
 
     fn ints(&self, g: &Group, name: &str, v: &[i32]) -> Result<()> {
-        g.new_dataset_builder()
-            .with_data(v)
-            .create(name)
-            .map(drop)
-            .map_err(|e| self.err(e))
+        self.array(g, name, v)
     }
 
     fn floats(&self, g: &Group, name: &str, v: &[f64]) -> Result<()> {
-        g.new_dataset_builder()
-            .with_data(v)
-            .create(name)
-            .map(drop)
-            .map_err(|e| self.err(e))
+        self.array(g, name, v)
     }
 
+    /// A 1-D dataset; a non-empty one carries HDF5's Fletcher-32 checksum, so that a damaged
+    /// array is reported when read instead of giving wrong numbers.
+    fn array<T: hdf5::H5Type>(&self, g: &Group, name: &str, v: &[T]) -> Result<()> {
+        let builder = g.new_dataset_builder().with_data(v);
+        let builder = if v.is_empty() {
+            builder
+        } else {
+            builder.chunk(v.len()).fletcher32()
+        };
+        builder.create(name).map(drop).map_err(|e| self.err(e))
+    }
+
+    /// A scalar string: fixed-length ASCII as FCLIB's C library writes and reads it, or
+    /// variable-length UTF-8 when the text is not ASCII or longer than [`MAX_INFO`].
     fn string(&self, g: &Group, name: &str, v: &str) -> Result<()> {
-        let s: VarLenUnicode = v
-            .parse()
-            .map_err(|e| malformed(self.file, name, format!("{e}")))?;
-        g.new_dataset::<VarLenUnicode>()
-            .create(name)
-            .and_then(|ds| ds.write_scalar(&s))
-            .map_err(|e| self.err(e))
+        let created = match FixedAscii::<MAX_INFO>::from_ascii(v.as_bytes()) {
+            Ok(fixed) => g
+                .new_dataset_builder()
+                .empty_as(&TypeDescriptor::FixedAscii(v.len() + 1))
+                .create(name)
+                .and_then(|ds| {
+                    ds.as_writer()
+                        .conversion(hdf5::Conversion::Soft)
+                        .write_scalar(&fixed)
+                }),
+            Err(_) => {
+                let text: VarLenUnicode = v
+                    .parse()
+                    .map_err(|e| malformed(self.file, name, format!("{e}")))?;
+                g.new_dataset::<VarLenUnicode>()
+                    .create(name)
+                    .and_then(|ds| ds.write_scalar(&text))
+            }
+        };
+        created.map_err(|e| self.err(e))
     }
 
     fn matrix(&self, g: &Group, name: &str, a: &CsrMatrix, storage: Storage) -> Result<()> {
