@@ -526,3 +526,35 @@ mod fclib {
         assert!(String::from_utf8_lossy(&bad.stderr).contains("read, not written"));
     }
 }
+
+/// A million contacts (a chain of 1e6 + 1 bodies, one Coulomb contact between neighbours,
+/// 2 × 3 Jacobian rows each: a 370 MB file) are written and read back, validated, in
+/// seconds. `cargo test --test interop -- --ignored --nocapture million`.
+#[test]
+#[ignore = "large: writes a 370 MB file"]
+fn binary_format_streams_a_million_contacts() {
+    let n = 1_000_000;
+    let bodies = (0..=n)
+        .map(|i| common::body(1.0 + i as f64 * 1e-6, [0.0, 0.0, -0.1, 0.0, 0.0, 0.0]))
+        .collect();
+    let row = |i: usize| [1.0, 0.0, (i % 7) as f64 * 0.1, 0.0, 0.05, 0.0];
+    let jacobians = (0..n)
+        .map(|i| signorini::problem::JacobianBlock {
+            bodies: vec![i, i + 1],
+            rows: (0..6).map(|r| row(i + r)).collect(),
+        })
+        .collect();
+    let p = common::factored(bodies, vec![Cone::Coulomb { mu: 0.5 }; n], jacobians);
+    let path = common::fresh_dir("interop-million").join("million.bin");
+    let start = std::time::Instant::now();
+    binary::write(&p, &path).unwrap();
+    let write_s = start.elapsed().as_secs_f64();
+    let start = std::time::Instant::now();
+    let back = io::read(&path, None).unwrap();
+    let read_s = start.elapsed().as_secs_f64();
+    let mb = std::fs::metadata(&path).unwrap().len() as f64 / 1e6;
+    println!("1e6 contacts: {mb:.0} MB, write {write_s:.2} s, read + validate {read_s:.2} s");
+    assert_eq!(back, p);
+    assert!(read_s < 20.0 && write_s < 20.0);
+    std::fs::remove_file(&path).unwrap();
+}

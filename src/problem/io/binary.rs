@@ -67,6 +67,7 @@ pub fn write(problem: &Problem, path: &Path) -> Result<()> {
             out: BufWriter::with_capacity(1 << 20, file),
             crc: crc32fast::Hasher::new(),
             len: 0,
+            buf: Vec::with_capacity(8 * CHUNK),
         };
         w.out.write_all(&[0; HEADER_LEN as usize]).map_err(io)?;
         w.problem(problem).map_err(io)?;
@@ -170,6 +171,8 @@ struct Encoder<W: Write> {
     out: W,
     crc: crc32fast::Hasher,
     len: u64,
+    /// Little-endian bytes of the array being written, a chunk at a time.
+    buf: Vec<u8>,
 }
 
 impl<W: Write> Encoder<W> {
@@ -189,12 +192,13 @@ impl<W: Write> Encoder<W> {
 
     /// Little-endian words of `values`, a buffer at a time.
     fn words<T: Copy>(&mut self, values: &[T], le: impl Fn(T) -> [u8; 8]) -> std::io::Result<()> {
-        let mut buf = Vec::with_capacity(8 * CHUNK.min(values.len()));
+        let mut buf = std::mem::take(&mut self.buf);
         for chunk in values.chunks(CHUNK) {
             buf.clear();
             chunk.iter().for_each(|&v| buf.extend_from_slice(&le(v)));
             self.bytes(&buf)?;
         }
+        self.buf = buf;
         Ok(())
     }
 
@@ -430,17 +434,18 @@ impl<R: Read> Decoder<R> {
             .ok_or_else(|| self.malformed("class", format!("unknown class tag {class}")))?;
         let ncones = self.count("the number of cones", 1)?;
         let mut cones = Vec::with_capacity(ncones);
-        for k in 0..ncones {
-            let what = format!("cones[{k}]");
-            cones.push(match self.u8(&what)? {
+        for _ in 0..ncones {
+            // Names are static in the per-item loops (a million blocks, no formatting): the
+            // byte offset in the error locates the item.
+            cones.push(match self.u8("a cone")? {
                 0 => Cone::Bilateral {
-                    dim: self.u8(&what)? as usize,
+                    dim: self.u8("a bilateral cone")? as usize,
                 },
                 1 => Cone::Unilateral,
                 2 => Cone::Coulomb {
-                    mu: self.f64(&what)?,
+                    mu: self.f64("a Coulomb cone")?,
                 },
-                t => return Err(self.malformed(&what, format!("unknown cone tag {t}"))),
+                t => return Err(self.malformed("a cone", format!("unknown cone tag {t}"))),
             });
         }
         let operator = match self.u8("operator")? {
@@ -481,13 +486,12 @@ impl<R: Read> Decoder<R> {
         // A block takes at least its body count and its row count.
         let nj = self.count("the number of Jacobian blocks", 9)?;
         let mut jacobians = Vec::with_capacity(nj);
-        for k in 0..nj {
-            let what = format!("jacobians[{k}]");
-            let n = self.u8(&what)? as usize;
-            let bodies = self.indices(n, &format!("{what}.bodies"))?;
-            let rows = self.count(&format!("{what}.rows"), 48)?;
-            let flat = self.f64s(6 * rows, &format!("{what}.rows"))?;
-            let rows = flat
+        for _ in 0..nj {
+            let n = self.u8("a Jacobian block")? as usize;
+            let bodies = self.indices(n, "the bodies of a Jacobian block")?;
+            let rows = self.count("the rows of a Jacobian block", 48)?;
+            let rows = self.words(6 * rows, "the rows of a Jacobian block", f64::from_le_bytes)?;
+            let rows = rows
                 .chunks_exact(6)
                 .map(|c| c.try_into().expect("6 numbers"))
                 .collect();

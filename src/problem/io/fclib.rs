@@ -179,9 +179,45 @@ impl Reader<'_> {
             .map_err(|e| malformed(self.file, path, format!("cannot open the dataset: {e}")))
     }
 
+    /// Refuses an unchunked dataset whose stored bytes are fewer than its shape and type
+    /// need, or whose contiguous data would lie past the end of the file: HDF5 1.10 trusts
+    /// both and copies out of bounds.
+    fn check_storage(&self, ds: &Dataset, path: &str) -> Result<()> {
+        if ds.is_chunked() {
+            return Ok(());
+        }
+        let element = ds.dtype().map_or(0, |t| t.size()) as u64;
+        let need = (ds.size() as u64).saturating_mul(element);
+        let stored = ds.storage_size();
+        if stored < need {
+            return Err(malformed(
+                self.file,
+                path,
+                format!("{stored} bytes stored for a shape and type of {need} bytes"),
+            ));
+        }
+        // Contiguous data must lie inside the file (HDF5 1.10 copies out of its read buffer
+        // at a damaged address without checking).
+        if let Some(offset) = ds.offset() {
+            if offset.saturating_add(need) > self.size {
+                return Err(malformed(
+                    self.file,
+                    path,
+                    format!(
+                        "data at bytes {offset}..{} of a file of {} bytes",
+                        offset.saturating_add(need),
+                        self.size
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// A whole dataset of numbers, refused when it is larger than the file.
     fn numbers<T: hdf5::H5Type>(&self, path: &str) -> Result<Vec<T>> {
         let ds = self.dataset(path)?;
+        self.check_storage(&ds, path)?;
         let bytes = (ds.size() as u64).saturating_mul(std::mem::size_of::<T>() as u64);
         if bytes > self.size {
             return Err(malformed(
@@ -224,6 +260,7 @@ impl Reader<'_> {
             return Ok(None);
         }
         let ds = self.dataset(path)?;
+        self.check_storage(&ds, path)?;
         let read = ds
             .read_scalar::<VarLenUnicode>()
             .map(|s| s.to_string())
@@ -608,16 +645,13 @@ impl Writer<'_> {
         self.array(g, name, v)
     }
 
-    /// A 1-D dataset; a non-empty one carries HDF5's Fletcher-32 checksum, so that a damaged
-    /// array is reported when read instead of giving wrong numbers.
+    /// A 1-D dataset, contiguous as FCLIB's C library writes it.
     fn array<T: hdf5::H5Type>(&self, g: &Group, name: &str, v: &[T]) -> Result<()> {
-        let builder = g.new_dataset_builder().with_data(v);
-        let builder = if v.is_empty() {
-            builder
-        } else {
-            builder.chunk(v.len()).fletcher32()
-        };
-        builder.create(name).map(drop).map_err(|e| self.err(e))
+        g.new_dataset_builder()
+            .with_data(v)
+            .create(name)
+            .map(drop)
+            .map_err(|e| self.err(e))
     }
 
     /// A scalar string: fixed-length ASCII as FCLIB's C library writes and reads it, or
