@@ -150,7 +150,9 @@ pub enum FileFault {
     #[error("HDF5: {0}")]
     Hdf5(String),
     /// The file needs a cargo feature this build was compiled without.
-    #[error("{format} files need the cargo feature `{feature}`: rebuild with `cargo build --features {feature}`{hint}")]
+    #[error(
+        "{format} files need the cargo feature `{feature}`: rebuild with `cargo build --features {feature}`{hint}"
+    )]
     FeatureDisabled {
         /// The format.
         format: &'static str,

@@ -26,8 +26,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use cap::Cap;
-use signorini::problem::io::{self, SiconosKind, binary, json, siconos};
 use signorini::problem::Problem;
+use signorini::problem::io::{self, SiconosKind, binary, json, siconos};
 
 #[global_allocator]
 static ALLOC: Cap<std::alloc::System> = Cap::new(std::alloc::System, usize::MAX);
@@ -229,7 +229,9 @@ fn tamper_token(rng: &mut Rng, data: &mut Vec<u8>) {
         return;
     }
     let start = starts[rng.below(starts.len())];
-    let end = (start..data.len()).find(|&i| is_sep(data[i])).unwrap_or(data.len());
+    let end = (start..data.len())
+        .find(|&i| is_sep(data[i]))
+        .unwrap_or(data.len());
     let token = INTERESTING_TOKENS[rng.below(INTERESTING_TOKENS.len())];
     data.splice(start..end, token.bytes());
 }
@@ -378,7 +380,10 @@ fn fuzz(per_reader: usize, seed: u64) {
     let mut rng = Rng(seed);
     let start = Instant::now();
     for label in &readers {
-        let pool: Vec<&Seed> = seeds.iter().filter(|s| s.reader.label() == *label).collect();
+        let pool: Vec<&Seed> = seeds
+            .iter()
+            .filter(|s| s.reader.label() == *label)
+            .collect();
         let mut tally = Tally::default();
         for i in 0..per_reader {
             let seed = pool[rng.below(pool.len())];

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use signorini::error::{Error, FileFault};
 use signorini::problem::io::{self, Format, binary};
-use signorini::problem::{Cone, Operator, Problem, System};
+use signorini::problem::{Cone, Operator, Problem};
 
 /// Every problem file under `dir`, sorted.
 fn problem_files(dir: &Path) -> Vec<PathBuf> {
@@ -301,10 +301,7 @@ fn failed_writes_leave_no_partial_file() {
     assert!(io::write(&invalid, &dir.join("p.json"), None).is_err());
     // A destination folder that does not exist fails at the temporary file.
     let missing = dir.join("no-such-folder").join("p.bin");
-    assert!(matches!(
-        binary::write(p, &missing),
-        Err(Error::Io { .. })
-    ));
+    assert!(matches!(binary::write(p, &missing), Err(Error::Io { .. })));
     assert_eq!(std::fs::read(&target).unwrap(), before);
     let names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
@@ -331,8 +328,8 @@ fn fclib_without_the_feature_says_how_to_enable_it() {
 #[cfg(feature = "fclib")]
 mod fclib {
     use super::*;
-    use signorini::problem::FrictionModel;
     use signorini::problem::io::fclib;
+    use signorini::problem::{FrictionModel, System};
     use signorini::solver::Settings;
 
     /// The FCLIB files load and PGS solves them under the Coulomb model; the local ones
@@ -481,7 +478,11 @@ mod fclib {
         assert!(matches!(factored.operator, Operator::Factored(_)));
         assert!(matches!(assembled.operator, Operator::Assembled(_)));
         assert_eq!(factored.cones, assembled.cones);
-        assert!(factored.cones.len() >= 10, "{} contacts", factored.cones.len());
+        assert!(
+            factored.cones.len() >= 10,
+            "{} contacts",
+            factored.cones.len()
+        );
         let settings = common::tight(FrictionModel::Ccp);
         let a = common::solve(&System::new(&factored).unwrap(), "pgs", &settings);
         let b = common::solve(&System::new(&assembled).unwrap(), "pgs", &settings);

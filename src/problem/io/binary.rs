@@ -160,9 +160,7 @@ fn decode(mut input: impl Read, size: u64, file: &str) -> Result<Problem> {
     }
     parsed.map_err(|e| match e {
         DecodeError::Io(source) => io(source),
-        DecodeError::Malformed { what, message } => {
-            bad(FileFault::Malformed { what, message })
-        }
+        DecodeError::Malformed { what, message } => bad(FileFault::Malformed { what, message }),
     })
 }
 
@@ -231,7 +229,6 @@ impl<W: Write> Encoder<W> {
                 Cone::Bilateral { dim } => {
                     self.u8(0)?;
                     self.u8(dim as u8)?; // 1 to 3 in a validated problem
-
                 }
                 Cone::Unilateral => self.u8(1)?,
                 Cone::Coulomb { mu } => {

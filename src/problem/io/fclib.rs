@@ -21,9 +21,7 @@ use hdf5::types::{FixedAscii, TypeDescriptor, VarLenAscii, VarLenUnicode};
 use hdf5::{Dataset, File, Group};
 
 use crate::error::{Error, FileFault, Result};
-use crate::problem::{
-    Assembled, Cone, CsrMatrix, Global, Operator, Problem, ProblemClass, System,
-};
+use crate::problem::{Assembled, Cone, CsrMatrix, Global, Operator, Problem, ProblemClass, System};
 
 /// The space dimension of every problem read and written (2-D problems are not supported).
 const SPACEDIM: i32 = 3;
@@ -151,7 +149,11 @@ pub fn read(path: &Path) -> Result<FclibProblem> {
         let n = r.int("guesses/number_of_guesses")?;
         // Each guess is a group of at least one vector: no more than the file could hold.
         if n < 0 || n as u64 > size / 8 {
-            return Err(malformed(&file, "guesses/number_of_guesses", format!("{n}")));
+            return Err(malformed(
+                &file,
+                "guesses/number_of_guesses",
+                format!("{n}"),
+            ));
         }
         for k in 1..=n {
             guesses.push(r.solution(&format!("guesses/{k}"), sizes)?);
@@ -299,7 +301,10 @@ impl Reader<'_> {
     /// checked against `(rows, cols)` (sizes taken from vectors already read, so that they
     /// are bounded by the file).
     fn matrix(&self, path: &str, rows: usize, cols: usize) -> Result<Vec<(usize, usize, f64)>> {
-        let (m, n) = (self.size(&format!("{path}/m"))?, self.size(&format!("{path}/n"))?);
+        let (m, n) = (
+            self.size(&format!("{path}/m"))?,
+            self.size(&format!("{path}/n"))?,
+        );
         if (m, n) != (rows, cols) {
             return Err(malformed(
                 self.file,
@@ -513,11 +518,21 @@ pub fn write(fp: &FclibProblem, path: &Path) -> Result<()> {
                 let rows = p.cones[..nbil].iter().map(Cone::dim).sum::<usize>();
                 let vectors = w.group(&root, "vectors")?;
                 if rows > 0 {
-                    w.matrix(&root, "G", &row_range(&g.j, 0..rows), Storage::CscOfTranspose)?;
+                    w.matrix(
+                        &root,
+                        "G",
+                        &row_range(&g.j, 0..rows),
+                        Storage::CscOfTranspose,
+                    )?;
                     w.floats(&vectors, "b", &g.b[..rows])?;
                 }
                 let m = g.j.nrows;
-                w.matrix(&root, "H", &row_range(&g.j, rows..m), Storage::CscOfTranspose)?;
+                w.matrix(
+                    &root,
+                    "H",
+                    &row_range(&g.j, rows..m),
+                    Storage::CscOfTranspose,
+                )?;
                 w.floats(&vectors, "f", &g.f)?;
                 w.floats(&vectors, "w", &g.b[rows..])?;
                 w.floats(&vectors, "mu", &mu)?;
@@ -559,7 +574,11 @@ pub fn write(fp: &FclibProblem, path: &Path) -> Result<()> {
         }
         if !fp.guesses.is_empty() {
             let gg = w.group(&h5, "guesses")?;
-            w.ints(&gg, "number_of_guesses", &[w.i32(fp.guesses.len(), "guesses")?])?;
+            w.ints(
+                &gg,
+                "number_of_guesses",
+                &[w.i32(fp.guesses.len(), "guesses")?],
+            )?;
             for (k, s) in fp.guesses.iter().enumerate() {
                 w.solution(&w.group(&gg, &(k + 1).to_string())?, s)?;
             }
@@ -624,13 +643,8 @@ impl Writer<'_> {
     }
 
     fn i32(&self, v: usize, what: &str) -> Result<i32> {
-        i32::try_from(v).map_err(|_| {
-            malformed(
-                self.file,
-                what,
-                format!("{v} exceeds FCLIB's 32-bit sizes"),
-            )
-        })
+        i32::try_from(v)
+            .map_err(|_| malformed(self.file, what, format!("{v} exceeds FCLIB's 32-bit sizes")))
     }
 
     fn group(&self, parent: &Group, name: &str) -> Result<Group> {
@@ -660,7 +674,7 @@ impl Writer<'_> {
         let created = match FixedAscii::<MAX_INFO>::from_ascii(v.as_bytes()) {
             Ok(fixed) => g
                 .new_dataset_builder()
-                .empty_as(&TypeDescriptor::FixedAscii(v.len() + 1))
+                .empty_as(TypeDescriptor::FixedAscii(v.len() + 1))
                 .create(name)
                 .and_then(|ds| {
                     ds.as_writer()

@@ -133,8 +133,7 @@ pub fn write(problem: &Problem, path: &Path, format: Option<Format>) -> Result<(
         Format::Fclib => write_fclib(problem, path),
         Format::Siconos(_) => Err(Error::UnknownFormat {
             file: path.display().to_string(),
-            message: "Siconos .dat files are read, not written; write .json, .bin or .hdf5"
-                .into(),
+            message: "Siconos .dat files are read, not written; write .json, .bin or .hdf5".into(),
         }),
     }
 }
