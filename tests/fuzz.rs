@@ -439,7 +439,7 @@ fn readers_survive_mutated_files() {
 
 /// The long run: `SIGNORINI_FUZZ_N` inputs per reader (default 250 000, 1e6 in all).
 #[test]
-#[ignore = "long: run with --release -- --ignored"]
+#[ignore = "long: SIGNORINI_FUZZ_N=250000 cargo test --test fuzz -- --ignored"]
 fn readers_survive_a_million_mutated_files() {
     fuzz(count_from_env(250_000), 2);
 }
