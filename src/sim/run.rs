@@ -16,7 +16,7 @@ use crate::report::{
 use crate::solver::Solver;
 
 /// What a run writes besides `steps.csv`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Outputs {
     /// Folder of `steps.csv`, `frame_XXXX.png` and the VTK frames.
     pub dir: PathBuf,
@@ -30,19 +30,6 @@ pub struct Outputs {
     pub dump_every: usize,
     /// The format of the dumped problems.
     pub dump_format: Format,
-}
-
-impl Default for Outputs {
-    fn default() -> Self {
-        Outputs {
-            dir: PathBuf::new(),
-            snapshot_every: 0,
-            vtk: false,
-            dump_steps: Vec::new(),
-            dump_every: 0,
-            dump_format: Format::Json,
-        }
-    }
 }
 
 impl Outputs {

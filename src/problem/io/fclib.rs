@@ -130,13 +130,12 @@ pub fn read(path: &Path) -> Result<FclibProblem> {
         ));
     };
     let mut problem = problem;
-    if let Some(title) = &info.title {
-        problem.name = title.clone();
-    } else {
-        problem.name = path
+    problem.name = match &info.title {
+        Some(title) => title.clone(),
+        None => path
             .file_stem()
-            .map_or(file.clone(), |s| s.to_string_lossy().into());
-    }
+            .map_or(file.clone(), |s| s.to_string_lossy().into()),
+    };
     let contact_rows = problem.cones.iter().filter(|c| c.mu().is_some()).count() * 3;
     let sizes = (nv, contact_rows, problem.rows() - contact_rows);
     let solution = if h5.link_exists("solution") {
@@ -548,7 +547,7 @@ pub fn write(fp: &FclibProblem, path: &Path) -> Result<()> {
                             .into(),
                     ));
                 }
-                let (n, q) = local_form(p)?;
+                let (n, q) = local_form(p, &file)?;
                 let root = w.group(&h5, "fclib_local")?;
                 w.ints(&root, "spacedim", &[SPACEDIM])?;
                 w.matrix(&root, "W", &n, Storage::Csr)?;
@@ -590,13 +589,24 @@ pub fn write(fp: &FclibProblem, path: &Path) -> Result<()> {
 }
 
 /// `W = N + E` and `q = r` of an assembled or factored problem (a factored `N` is assembled
-/// as `J M⁻¹ Jᵀ`).
-fn local_form(p: &Problem) -> Result<(CsrMatrix, Vec<f64>)> {
-    let sys = System::new(p)?;
-    let mut n = match (&p.operator, sys.factored()) {
-        (Operator::Assembled(a), _) => a.n.clone(),
-        (_, Some(f)) => f.assemble(),
-        _ => unreachable!("global problems take the other branch"),
+/// as `J M⁻¹ Jᵀ`, and `q = J v_free + b` as [`System`] computes it).
+fn local_form(p: &Problem, file: &str) -> Result<(CsrMatrix, Vec<f64>)> {
+    let (mut n, q) = match &p.operator {
+        Operator::Assembled(a) => (a.n.clone(), a.r.clone()),
+        Operator::Factored(_) => {
+            let sys = System::new(p)?;
+            let op = sys
+                .factored()
+                .expect("a factored problem has a factored operator");
+            (op.assemble(), sys.r().to_vec())
+        }
+        Operator::Global(_) => {
+            return Err(malformed(
+                file,
+                "problem",
+                "a global problem has no local form",
+            ));
+        }
     };
     if p.compliance.iter().any(|&e| e != 0.0) {
         let mut triplets = Vec::with_capacity(n.nnz() + n.nrows);
@@ -607,7 +617,7 @@ fn local_form(p: &Problem) -> Result<(CsrMatrix, Vec<f64>)> {
         triplets.extend(p.compliance.iter().enumerate().map(|(i, &e)| (i, i, e)));
         n = CsrMatrix::from_triplets(n.nrows, n.ncols, &triplets)?;
     }
-    Ok((n, sys.r().to_vec()))
+    Ok((n, q))
 }
 
 /// Rows `range` of `a` as a matrix of their own.

@@ -25,9 +25,10 @@ use crate::error::{Error, Result};
 use crate::problem::Problem;
 
 /// The formats a problem file can be in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
     /// The native JSON format ([`json`]).
+    #[default]
     Json,
     /// The native binary format ([`binary`]).
     Binary,
