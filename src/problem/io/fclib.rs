@@ -14,6 +14,11 @@
 //! CSC (`H`, `G`, which are the transposes of rows of our CSR `j`), so that every number
 //! round-trips exactly. A dataset larger than the file could hold uncompressed is refused
 //! before it is read, so a damaged size cannot make the reader allocate without bound.
+//!
+//! Damaged datasets (sizes, storage codes, pointers, indices, values) are errors naming the
+//! dataset. Damaged HDF5 *metadata* is parsed by the C library, and libhdf5 1.10 is not
+//! memory-safe there (byte-level fuzzing crashed it in `H5Dread` and `H5Dopen2`): read
+//! FCLIB files of unknown origin in a separate process.
 
 use std::path::Path;
 
