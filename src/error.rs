@@ -87,6 +87,14 @@ pub enum Error {
     /// support.
     #[error("GPU: {0}")]
     Gpu(String),
+    /// A binary or FCLIB problem file is damaged, of another version, or not of its format.
+    #[error("{file}: {fault}")]
+    BadFile {
+        /// The file.
+        file: String,
+        /// What is wrong with it.
+        fault: FileFault,
+    },
     /// The file extension or content does not name a format we read.
     #[error("{file}: unknown problem format ({message})")]
     UnknownFormat {
@@ -97,10 +105,76 @@ pub enum Error {
     },
 }
 
+/// What is wrong with a damaged problem file ([`Error::BadFile`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FileFault {
+    /// The file does not start with the signature of its format.
+    #[error("not a {format} file (its first bytes are not the signature of the format)")]
+    NotThisFormat {
+        /// The format expected.
+        format: &'static str,
+    },
+    /// The file was written by another version of the format.
+    #[error("format version {found}, but this build reads version {supported}")]
+    Version {
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads and writes.
+        supported: u32,
+    },
+    /// The file is shorter (or longer) than its header says: cut off or appended to.
+    #[error("truncated: the header announces {expected} bytes, the file holds {found}")]
+    Truncated {
+        /// Bytes the header announces.
+        expected: u64,
+        /// Bytes the file holds.
+        found: u64,
+    },
+    /// The data does not match its checksum: the file was altered or damaged.
+    #[error("corrupted: checksum {computed:#010x} of the data, {stored:#010x} stored")]
+    Checksum {
+        /// The checksum stored in the file.
+        stored: u32,
+        /// The checksum of the data read.
+        computed: u32,
+    },
+    /// The content is inconsistent: a size, tag or value that the format does not allow.
+    #[error("{what}: {message}")]
+    Malformed {
+        /// Where: a byte offset or a dataset path.
+        what: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The HDF5 library could not read or write the file.
+    #[error("HDF5: {0}")]
+    Hdf5(String),
+    /// The file needs a cargo feature this build was compiled without.
+    #[error(
+        "{format} files need the cargo feature `{feature}`: rebuild with `cargo build --features {feature}`{hint}"
+    )]
+    FeatureDisabled {
+        /// The format.
+        format: &'static str,
+        /// The cargo feature.
+        feature: &'static str,
+        /// What else is needed (a system library).
+        hint: &'static str,
+    },
+}
+
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// Shorthand for [`Error::BadFile`].
+    pub fn bad_file(file: impl Into<String>, fault: FileFault) -> Self {
+        Error::BadFile {
+            file: file.into(),
+            fault,
+        }
+    }
+
     /// Shorthand for [`Error::InvalidProblem`].
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         Error::InvalidProblem {

@@ -25,10 +25,10 @@ struct Cli {
 /// Options shared by `solve` and `check`.
 #[derive(clap::Args)]
 struct SolveOptions {
-    /// Problem file: native `.json` or Siconos `.dat`.
+    /// Problem file: native `.json` or `.bin`, Siconos `.dat`, FCLIB `.hdf5` (feature `fclib`).
     file: PathBuf,
-    /// File format, when the name does not tell it: json, siconos-lcp, siconos-mlcp,
-    /// siconos-fc3d, siconos-gfc3d, siconos-gmp.
+    /// File format, when the name does not tell it: json, bin, fclib, siconos-lcp,
+    /// siconos-mlcp, siconos-fc3d, siconos-gfc3d, siconos-gmp.
     #[arg(long)]
     format: Option<Format>,
     /// Friction model: ccp (convex relaxation) or coulomb (De Saxcé).
@@ -122,9 +122,16 @@ enum Command {
         #[arg(long)]
         vtk: bool,
         /// Write the problem of these steps (1-based, comma-separated) to
-        /// `DIR/problem_XXXX.json` before solving it, for `solve` and `check`.
+        /// `DIR/problem_XXXX.<ext>` before solving it, for `solve` and `check`.
         #[arg(long, value_delimiter = ',')]
         dump_step: Vec<usize>,
+        /// Also write the problem of every N-th step (0 for none).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        dump_every: usize,
+        /// Format of the dumped problems: json, bin (large problems) or fclib (FCLIB HDF5,
+        /// needs the `fclib` feature and frictional contacts only).
+        #[arg(long, default_value = "json")]
+        dump_format: Format,
         /// Print one JSON object with the totals on stdout instead of the summary table.
         #[arg(long)]
         json_summary: bool,
@@ -132,6 +139,21 @@ enum Command {
         /// no GPU adapter exists).
         #[arg(long, default_value = "cpu")]
         device: Device,
+    },
+    /// Convert a problem file: the extensions pick the formats (`.dat` and `.json`, `.bin`,
+    /// `.hdf5` for FCLIB, which needs the `fclib` feature); FCLIB to FCLIB keeps the info,
+    /// solution and guesses.
+    Convert {
+        /// Input file.
+        input: PathBuf,
+        /// Output file.
+        output: PathBuf,
+        /// Input format, when the name does not tell it (as for `solve`).
+        #[arg(long)]
+        format: Option<Format>,
+        /// Output format, when the name does not tell it: json, bin or fclib.
+        #[arg(long)]
+        to: Option<Format>,
     },
     /// Run several solvers on one problem and compare them side by side.
     Check {
@@ -230,6 +252,8 @@ fn run(cli: Cli) -> signorini::Result<()> {
             snapshot_every,
             vtk,
             dump_step,
+            dump_every,
+            dump_format,
             json_summary,
             device,
         } => {
@@ -241,6 +265,8 @@ fn run(cli: Cli) -> signorini::Result<()> {
                 snapshot_every: snapshot_every.unwrap_or(scene.run.snapshot_every),
                 vtk,
                 dump_steps: dump_step,
+                dump_every,
+                dump_format,
             };
             let bar = ProgressBar::new(steps as u64).with_style(
                 ProgressStyle::with_template(
@@ -262,6 +288,12 @@ fn run(cli: Cli) -> signorini::Result<()> {
                 print_summary(&summary, &outputs.dir);
             }
         }
+        Command::Convert {
+            input,
+            output,
+            format,
+            to,
+        } => convert(&input, &output, format, to)?,
         Command::Solve { options, solver } => {
             let (sys, settings) = prepare(&options)?;
             let report = pick(&solver, options.device)?.solve(&sys, &settings)?;
@@ -315,6 +347,62 @@ fn run(cli: Cli) -> signorini::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `signorini convert`: reads, writes, and says what was written.
+fn convert(
+    input: &std::path::Path,
+    output: &std::path::Path,
+    format: Option<Format>,
+    to: Option<Format>,
+) -> signorini::Result<()> {
+    let from = format.map_or_else(|| Format::detect(input), Ok)?;
+    let to = to.map_or_else(|| Format::detect(output), Ok)?;
+    let problem = convert_fclib_extras(input, output, from, to)?;
+    let problem = match problem {
+        Some(p) => p,
+        None => {
+            let p = io::read(input, Some(from))?;
+            io::write(&p, output, Some(to))?;
+            p
+        }
+    };
+    println!(
+        "{} -> {} ({} blocks, {} rows)",
+        input.display(),
+        output.display(),
+        problem.cones.len(),
+        problem.rows()
+    );
+    Ok(())
+}
+
+/// FCLIB to FCLIB, keeping the info, solution and guesses; `None` for other pairs.
+#[cfg(feature = "fclib")]
+fn convert_fclib_extras(
+    input: &std::path::Path,
+    output: &std::path::Path,
+    from: Format,
+    to: Format,
+) -> signorini::Result<Option<signorini::problem::Problem>> {
+    if (from, to) != (Format::Fclib, Format::Fclib) {
+        return Ok(None);
+    }
+    let fp = io::fclib::read(input)?;
+    fp.problem.validate()?;
+    io::fclib::write(&fp, output)?;
+    Ok(Some(fp.problem))
+}
+
+/// Without the `fclib` feature, FCLIB files are refused by the readers.
+#[cfg(not(feature = "fclib"))]
+fn convert_fclib_extras(
+    _: &std::path::Path,
+    _: &std::path::Path,
+    _: Format,
+    _: Format,
+) -> signorini::Result<Option<signorini::problem::Problem>> {
+    Ok(None)
 }
 
 fn prepare(o: &SolveOptions) -> signorini::Result<(System, Settings)> {

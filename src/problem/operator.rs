@@ -183,6 +183,30 @@ impl FactoredOperator {
         &self.links
     }
 
+    /// The explicit `N = J M⁻¹ Jᵀ` in CSR: for each body, the product of every pair of blocks
+    /// acting on it, `N_kl += J_k,s (M⁻¹ J_l,t)ᵀ`, summed over the shared bodies (for export
+    /// to formats that store `N`, such as FCLIB's local problem).
+    pub fn assemble(&self) -> CsrMatrix {
+        let mut triplets = Vec::new();
+        for body in 0..self.bodies() {
+            let links = &self.links[self.links_ptr[body]..self.links_ptr[body + 1]];
+            for &(k, s) in links {
+                for &(l, t) in links {
+                    let rows = self.side_rows(&self.jac, k, s);
+                    let cols = self.side_rows(&self.minv_jac, l, t);
+                    for (a, ra) in rows.iter().enumerate() {
+                        for (c, rc) in cols.iter().enumerate() {
+                            let v = dot6(ra, rc);
+                            triplets.push((self.offsets[k] + a, self.offsets[l] + c, v));
+                        }
+                    }
+                }
+            }
+        }
+        let m = self.rows();
+        CsrMatrix::from_triplets(m, m, &triplets).expect("block rows are in range")
+    }
+
     /// `w = M⁻¹ Jᵀ γ`, 6 entries per body, bodies in parallel.
     pub fn impulse_to_velocity(&self, gamma: &[f64], w: &mut [f64]) {
         w.par_chunks_mut(6)

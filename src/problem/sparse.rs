@@ -178,13 +178,14 @@ impl CsrMatrix {
                 ),
             ));
         }
+        // Every pointer first: a row is sliced only once all of them are known in range.
+        if let Some(i) = (0..self.nrows).find(|&i| self.indptr[i] > self.indptr[i + 1]) {
+            return Err(Error::invalid(
+                format!("{name}.indptr[{}]", i + 1),
+                "row pointer decreases",
+            ));
+        }
         for i in 0..self.nrows {
-            if self.indptr[i] > self.indptr[i + 1] {
-                return Err(Error::invalid(
-                    format!("{name}.indptr[{}]", i + 1),
-                    "row pointer decreases",
-                ));
-            }
             let (cols, vals) = self.row(i);
             for (p, (&j, &v)) in cols.iter().zip(vals).enumerate() {
                 let at = self.indptr[i] + p;
@@ -239,5 +240,10 @@ mod tests {
         a.values[1] = f64::NAN;
         let msg = a.validate("n").unwrap_err().to_string();
         assert!(msg.contains("n.values[1]"), "{msg}");
+        // A pointer past the entries, then back: an error, not a slice out of range.
+        let mut b = CsrMatrix::from_triplets(2, 2, &[(0, 0, 1.0), (1, 1, 1.0)]).unwrap();
+        b.indptr[1] = 5;
+        let msg = b.validate("b").unwrap_err().to_string();
+        assert!(msg.contains("b.indptr[2]"), "{msg}");
     }
 }

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::scene::Scene;
 use crate::error::{Error, Result};
+use crate::problem::io::Format;
 use crate::report::snapshot::fit_bounds;
 use crate::report::{
     SceneView, SnapshotSettings, StepStats, StepsCsv, write_pvd, write_snapshot, write_vtk,
@@ -23,8 +24,19 @@ pub struct Outputs {
     pub snapshot_every: usize,
     /// Also write VTK frames (and `frames.pvd`) at the snapshot interval.
     pub vtk: bool,
-    /// Steps (1-based) whose problem is written as `problem_XXXX.json` before it is solved.
+    /// Steps (1-based) whose problem is written as `problem_XXXX.<ext>` before it is solved.
     pub dump_steps: Vec<usize>,
+    /// Also dump the problem of every `dump_every`-th step (0 = none).
+    pub dump_every: usize,
+    /// The format of the dumped problems.
+    pub dump_format: Format,
+}
+
+impl Outputs {
+    /// Whether the problem of step `k` (1-based) is dumped.
+    fn dumps(&self, k: usize) -> bool {
+        self.dump_steps.contains(&k) || (self.dump_every > 0 && k % self.dump_every == 0)
+    }
 }
 
 /// Totals of a run.
@@ -112,10 +124,11 @@ pub fn run(
     let mut frames = Vec::new();
     let mut total_iterations = 0;
     for k in 1..=steps {
-        if outputs.dump_steps.contains(&k) {
+        if outputs.dumps(k) {
             let problem = world.problem().problem;
-            let path = outputs.dir.join(format!("problem_{k:04}.json"));
-            crate::problem::io::json::write(&problem, &path)?;
+            let ext = outputs.dump_format.extension();
+            let path = outputs.dir.join(format!("problem_{k:04}.{ext}"));
+            crate::problem::io::write(&problem, &path, Some(outputs.dump_format))?;
         }
         let stats = world.step(solver)?;
         let out_start = Instant::now();

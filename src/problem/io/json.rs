@@ -22,11 +22,10 @@ pub fn to_string(problem: &Problem) -> String {
 /// Writes a problem as JSON, through a temporary file renamed into place so that a failed
 /// write never leaves a half-written file under the final name.
 pub fn write(problem: &Problem, path: &std::path::Path) -> Result<()> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let tmp = path.with_extension("json.partial");
-    std::fs::write(&tmp, to_string(problem)).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    super::write_atomically(path, |tmp| {
+        std::fs::write(tmp, to_string(problem)).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    })
 }
