@@ -87,6 +87,10 @@ pub enum Error {
     /// support.
     #[error("GPU: {0}")]
     Gpu(String),
+    /// A benchmark report or chart cannot be made: nothing was measured, or a table or chart
+    /// would be empty.
+    #[error("report: {0}")]
+    Report(String),
     /// The file extension or content does not name a format we read.
     #[error("{file}: unknown problem format ({message})")]
     UnknownFormat {

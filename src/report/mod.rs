@@ -2,6 +2,7 @@
 //! convergence charts of solver traces.
 //!
 //! - [`convergence`]: residual vs iteration and vs time for several solves, log scale.
+//! - [`chart`]: log-log line charts (benchmark figures against problem size).
 //! - [`snapshot`]: a PNG with a front and a top view of the scene, bodies colored by speed.
 //! - [`vtk`]: one legacy VTK file per frame and the `.pvd` collection that lists them.
 //! - [`steps_csv`]: the per-step statistics, streamed to `steps.csv`.
@@ -9,6 +10,7 @@
 //! Whole files (snapshots, frames, collections) are written to a temporary file in the target's
 //! folder and renamed over the target, so that a reader never sees a half-written file.
 
+pub mod chart;
 pub mod convergence;
 pub mod snapshot;
 pub mod steps_csv;
