@@ -231,6 +231,18 @@ pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result
     }
     notes.sort();
     notes.dedup();
+    let inexact: Vec<&str> = references
+        .iter()
+        .filter(|r| r.status != Status::Converged)
+        .map(|r| r.problem.as_str())
+        .collect();
+    if !inexact.is_empty() {
+        notes.push(format!(
+            "the reference did not reach its tolerance on {}: there the gaps are measured \
+             from an inexact reference, and a negative objective gap means a solver beat it",
+            inexact.join("; ")
+        ));
+    }
     Ok(Accuracy {
         references,
         rows,
