@@ -7,13 +7,13 @@ use clap::{Parser, Subcommand};
 use serde_json::json;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use signorini::bench::report::{BenchReport, Machine, command_line};
+use signorini::bench::{self, Suite};
 use signorini::problem::io::{self, Format};
 use signorini::problem::{FrictionModel, System};
 use signorini::registry::Device;
 use signorini::report::convergence::{DEFAULT_SIZE, Series, write_convergence_plot};
 use signorini::solver::{Criterion, Report, Settings, Solver};
-use signorini::bench::report::{BenchReport, Machine, command_line};
-use signorini::bench::{self, Suite};
 use signorini::{registry, sim};
 
 /// Cone complementarity solvers for non-smooth multibody dynamics.
@@ -230,9 +230,7 @@ fn run(cli: Cli) -> signorini::Result<()> {
             }
             let options = bench::Options {
                 solvers,
-                sizes: sizes
-                    .map(|s| bench::parse_sizes(&s, "sizes"))
-                    .transpose()?,
+                sizes: sizes.map(|s| bench::parse_sizes(&s, "sizes")).transpose()?,
                 devices: device,
                 iterations,
                 tol,
@@ -240,7 +238,10 @@ fn run(cli: Cli) -> signorini::Result<()> {
             };
             let start = std::time::Instant::now();
             let mut notes = Vec::new();
-            let devices = options.devices.clone().unwrap_or(vec![Device::Cpu, Device::Gpu]);
+            let devices = options
+                .devices
+                .clone()
+                .unwrap_or(vec![Device::Cpu, Device::Gpu]);
             let gpu = bench::open_gpu(&devices, &mut notes);
             let mut sections = Vec::new();
             let mut results = serde_json::Map::new();
@@ -252,7 +253,9 @@ fn run(cli: Cli) -> signorini::Result<()> {
                 eprintln!("suite {} took {:.1} s", s.name(), outcome.wall_s);
                 let mut section = outcome.section;
                 section.notes.extend(notes.iter().cloned());
-                section.text.push(format!("Suite wall time: {:.1} s.", outcome.wall_s));
+                section
+                    .text
+                    .push(format!("Suite wall time: {:.1} s.", outcome.wall_s));
                 sections.push(section);
                 results.insert(s.name().into(), outcome.json);
             }

@@ -118,7 +118,13 @@ fn run_suite(suite: &str, args: &[&str]) -> (std::path::PathBuf, BTreeSet<(Strin
     // Every CSV in the folder is linked from the report.
     let on_disk = std::fs::read_dir(&dir)
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "csv"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "csv")
+        })
         .count();
     assert_eq!(on_disk, csvs.len());
     for png in linked(".png") {
@@ -132,9 +138,19 @@ fn run_suite(suite: &str, args: &[&str]) -> (std::path::PathBuf, BTreeSet<(Strin
 fn throughput_suite_reports_cpu_and_gpu() {
     let (dir, runs) = run_suite(
         "throughput",
-        &["--solvers", "jacobi,pgs", "--sizes", "60,200", "--iterations", "10"],
+        &[
+            "--solvers",
+            "jacobi,pgs",
+            "--sizes",
+            "60,200",
+            "--iterations",
+            "10",
+        ],
     );
-    assert!(runs.is_superset(&expected_runs(&["jacobi", "pgs"])), "{runs:?}");
+    assert!(
+        runs.is_superset(&expected_runs(&["jacobi", "pgs"])),
+        "{runs:?}"
+    );
     let (header, rows) = read_csv(&dir.join("throughput.csv"));
     let contacts = header.iter().position(|h| h == "contacts").unwrap();
     let sizes: BTreeSet<&str> = rows.iter().map(|r| r[contacts].as_str()).collect();
@@ -142,13 +158,19 @@ fn throughput_suite_reports_cpu_and_gpu() {
     if gpu_present() {
         assert!(dir.join("throughput.png").is_file());
         let ratio = header.iter().position(|h| h == "GPU/CPU").unwrap();
-        assert!(rows.iter().any(|r| r[ratio].parse::<f64>().is_ok_and(|v| v > 0.0)));
+        assert!(
+            rows.iter()
+                .any(|r| r[ratio].parse::<f64>().is_ok_and(|v| v > 0.0))
+        );
     }
 }
 
 #[test]
 fn convergence_suite_covers_every_scene_and_registered_solver() {
-    let (dir, runs) = run_suite("convergence", &["--solvers", "all", "--sizes", "12", "--iterations", "60"]);
+    let (dir, runs) = run_suite(
+        "convergence",
+        &["--solvers", "all", "--sizes", "12", "--iterations", "60"],
+    );
     let cpu: Vec<&str> = registry::names()
         .into_iter()
         .filter(|n| !n.ends_with("-gpu"))
@@ -157,9 +179,15 @@ fn convergence_suite_covers_every_scene_and_registered_solver() {
     let (header, rows) = read_csv(&dir.join("convergence.csv"));
     let problem = header.iter().position(|h| h == "problem").unwrap();
     for label in ["B1 ", "B2 ", "B3 ", "B4 ", "BiB "] {
-        assert!(rows.iter().any(|r| r[problem].starts_with(label)), "{label}");
+        assert!(
+            rows.iter().any(|r| r[problem].starts_with(label)),
+            "{label}"
+        );
         let key = label.trim();
-        assert!(dir.join(format!("convergence_{key}-12.png")).is_file(), "{key}");
+        assert!(
+            dir.join(format!("convergence_{key}-12.png")).is_file(),
+            "{key}"
+        );
     }
 }
 
@@ -167,7 +195,16 @@ fn convergence_suite_covers_every_scene_and_registered_solver() {
 fn scaling_suite_splits_each_step_into_its_phases() {
     let (dir, runs) = run_suite(
         "scaling",
-        &["--solvers", "pgs,jacobi", "--sizes", "8,27", "--steps", "2", "--iterations", "20"],
+        &[
+            "--solvers",
+            "pgs,jacobi",
+            "--sizes",
+            "8,27",
+            "--steps",
+            "2",
+            "--iterations",
+            "20",
+        ],
     );
     assert_eq!(runs, expected_runs(&["pgs", "jacobi"]));
     let (header, rows) = read_csv(&dir.join("scaling.csv"));
@@ -177,13 +214,19 @@ fn scaling_suite_splits_each_step_into_its_phases() {
         let phases = v("collision s/step") + v("assembly s/step") + v("solve s/step");
         // The phases are parts of the step: their sum cannot exceed it.
         assert!(phases <= v("s/step") * (1.0 + 1e-9), "{r:?}");
-        assert!(v("assembly s/step") > 0.0 && v("solve s/step") > 0.0, "{r:?}");
+        assert!(
+            v("assembly s/step") > 0.0 && v("solve s/step") > 0.0,
+            "{r:?}"
+        );
     }
 }
 
 #[test]
 fn accuracy_suite_compares_every_solver_with_a_reference() {
-    let (dir, runs) = run_suite("accuracy", &["--solvers", "all", "--sizes", "12", "--iterations", "300"]);
+    let (dir, runs) = run_suite(
+        "accuracy",
+        &["--solvers", "all", "--sizes", "12", "--iterations", "300"],
+    );
     let cpu: Vec<&str> = registry::names()
         .into_iter()
         .filter(|n| !n.ends_with("-gpu"))

@@ -114,7 +114,10 @@ pub struct Accuracy {
 
 /// `‖a − b‖∞ / ‖b‖∞` (absolute when `b` is zero).
 fn relative_difference(a: &[f64], b: &[f64]) -> f64 {
-    let diff = a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    let diff = a
+        .iter()
+        .zip(b)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
     let scale = b.iter().fold(0.0f64, |m, y| m.max(y.abs()));
     if scale > 0.0 { diff / scale } else { diff }
 }
@@ -126,7 +129,10 @@ fn reference_solver(
     max_iter: usize,
 ) -> (&'static str, Settings, Option<String>) {
     let names = registry::names();
-    let frictionless = !sys.cones().iter().any(|c| matches!(c, Cone::Coulomb { .. }));
+    let frictionless = !sys
+        .cones()
+        .iter()
+        .any(|c| matches!(c, Cone::Coulomb { .. }));
     let exact = Settings {
         tol: PGS_REFERENCE_TOL,
         ..settings.clone()
@@ -176,7 +182,10 @@ pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result
     let mut rows = Vec::new();
     for &size in &config.sizes {
         for case in scene_cases(size) {
-            progress(&format!("{} {} at {size} bodies: stepping", case.label, case.scene));
+            progress(&format!(
+                "{} {} at {size} bodies: stepping",
+                case.label, case.scene
+            ));
             let (scene, problem) = case.problem()?;
             let sys = System::new(&problem)?;
             let settings = Settings {
@@ -219,7 +228,10 @@ pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result
             references.push(Reference {
                 problem: problem.name.clone(),
                 rows: sys.rows(),
-                frictionless: !sys.cones().iter().any(|c| matches!(c, Cone::Coulomb { .. })),
+                frictionless: !sys
+                    .cones()
+                    .iter()
+                    .any(|c| matches!(c, Cone::Coulomb { .. })),
                 solver: name.to_string(),
                 tol: ref_settings.tol,
                 status: reference.status,

@@ -102,7 +102,10 @@ pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result
     let mut runs = Vec::new();
     for &size in &config.sizes {
         for case in scene_cases(size) {
-            progress(&format!("{} {} at {size} bodies: stepping", case.label, case.scene));
+            progress(&format!(
+                "{} {} at {size} bodies: stepping",
+                case.label, case.scene
+            ));
             let (scene, problem) = case.problem()?;
             let sys = System::new(&problem)?;
             let settings = Settings {

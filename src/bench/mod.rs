@@ -136,7 +136,11 @@ pub fn run_suite(
                 message: format!(
                     "the {} suite does not take it (only {})",
                     suite.name(),
-                    takes.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+                    takes
+                        .iter()
+                        .map(|s| s.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             })
         } else {
@@ -325,8 +329,13 @@ mod tests {
     #[test]
     fn solver_runs_follow_the_registry() {
         let mut notes = Vec::new();
-        let all = solver_runs(&["all".into()], &[Device::Cpu, Device::Gpu], true, &mut notes)
-            .unwrap();
+        let all = solver_runs(
+            &["all".into()],
+            &[Device::Cpu, Device::Gpu],
+            true,
+            &mut notes,
+        )
+        .unwrap();
         // Every registered name appears exactly once, on its own device.
         let mut names: Vec<_> = all.iter().map(|r| r.solver.as_str()).collect();
         names.sort();
@@ -346,8 +355,13 @@ mod tests {
         );
         assert_eq!(notes.is_empty(), !runs.is_empty(), "{notes:?}");
         let mut notes = Vec::new();
-        let runs = solver_runs(&["jacobi".into()], &[Device::Cpu, Device::Gpu], false, &mut notes)
-            .unwrap();
+        let runs = solver_runs(
+            &["jacobi".into()],
+            &[Device::Cpu, Device::Gpu],
+            false,
+            &mut notes,
+        )
+        .unwrap();
         assert_eq!(runs.len(), 1);
         assert!(notes[0].contains("GPU"));
         assert!(matches!(

@@ -73,7 +73,10 @@ fn scene_text(scene: &str) -> &'static str {
 pub fn scene_cases(bodies: usize) -> Vec<SceneCase> {
     let n = bodies.max(4);
     let set = |pairs: &[(&str, String)]| -> Vec<(String, String)> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect()
     };
     let side = ((n as f64).sqrt().round() as usize).max(2);
     let plates = n.min(20);
@@ -87,7 +90,10 @@ pub fn scene_cases(bodies: usize) -> Vec<SceneCase> {
         SceneCase {
             label: "B1",
             scene: "bilateral_network",
-            sets: set(&[("net.0.nx", side.to_string()), ("net.0.ny", side.to_string())]),
+            sets: set(&[
+                ("net.0.nx", side.to_string()),
+                ("net.0.ny", side.to_string()),
+            ]),
             steps: 10,
         },
         SceneCase {
@@ -161,7 +167,11 @@ mod tests {
             (3000..3600).contains(&contacts),
             "{contacts} contacts for 3000 asked"
         );
-        assert!(p.cones.iter().all(|c| matches!(c, Cone::Coulomb { mu } if *mu == 0.5)));
+        assert!(
+            p.cones
+                .iter()
+                .all(|c| matches!(c, Cone::Coulomb { mu } if *mu == 0.5))
+        );
     }
 
     #[test]
@@ -171,12 +181,14 @@ mod tests {
             cases.iter().map(|c| c.label).collect::<Vec<_>>(),
             ["B1", "B2", "B3", "B4", "BiB"]
         );
-        let value = |c: &SceneCase, key: &str| {
-            c.sets.iter().find(|(k, _)| k == key).unwrap().1.clone()
-        };
+        let value =
+            |c: &SceneCase, key: &str| c.sets.iter().find(|(k, _)| k == key).unwrap().1.clone();
         assert_eq!(value(&cases[0], "net.0.nx"), "32");
         assert_eq!(value(&cases[1], "lattice.0.count"), "1000");
-        assert_eq!(value(&cases[2], "stack.0.masses").matches("1000.0").count(), 10);
+        assert_eq!(
+            value(&cases[2], "stack.0.masses").matches("1000.0").count(),
+            10
+        );
         let bricks: usize = ["wall.0.rows", "wall.0.columns"]
             .iter()
             .map(|k| value(&cases[3], k).parse::<usize>().unwrap())

@@ -100,7 +100,10 @@ pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result
     let mut rows = Vec::new();
     for &size in &config.sizes {
         for sr in &runs {
-            progress(&format!("{} on {size} bodies, {} steps", sr.solver, config.steps));
+            progress(&format!(
+                "{} on {size} bodies, {} steps",
+                sr.solver, config.steps
+            ));
             let mut scene = packing_scene(size, config.max_iter)?;
             let solver = sr.solver()?;
             let s = simulate(&mut scene, solver.as_ref(), config.steps, &outputs, |_| {})?;

@@ -179,9 +179,7 @@ pub fn run(
                 contact_iterations_per_s: sys.blocks() as f64 / seconds,
                 products_per_iteration: products,
                 bytes_per_iteration: bytes_it,
-                bandwidth_fraction: bytes_it
-                    .zip(bandwidth)
-                    .map(|(b, bw)| b / seconds / bw),
+                bandwidth_fraction: bytes_it.zip(bandwidth).map(|(b, bw)| b / seconds / bw),
                 speedup_over_cpu: None,
             }
         };
@@ -271,7 +269,10 @@ impl Throughput {
                 Cell::int(r.iterations),
                 Cell::Num(r.seconds_per_iteration),
                 Cell::Num(r.contact_iterations_per_s),
-                Cell::opt(r.bytes_per_iteration.map(|b| b / r.seconds_per_iteration / 1e9)),
+                Cell::opt(
+                    r.bytes_per_iteration
+                        .map(|b| b / r.seconds_per_iteration / 1e9),
+                ),
                 Cell::opt(r.bandwidth_fraction),
                 Cell::opt(r.speedup_over_cpu),
             ]);

@@ -133,7 +133,10 @@ impl GpuContext {
 
     /// The adapter's description, as `signorini info` shows it.
     pub fn adapter_summary(&self) -> AdapterSummary {
-        summary_of(&self.info, self.device.limits().max_storage_buffer_binding_size)
+        summary_of(
+            &self.info,
+            self.device.limits().max_storage_buffer_binding_size,
+        )
     }
 
     /// Blocks until the work submitted so far has finished.

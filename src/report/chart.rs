@@ -24,7 +24,9 @@ pub struct Line<'a> {
 fn log_range(values: impl Iterator<Item = f64>) -> Option<std::ops::Range<f64>> {
     let (lo, hi) = values
         .filter(|v| v.is_finite() && *v > 0.0)
-        .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
     (lo <= hi).then(|| lo / 1.5..hi * 1.5)
 }
 
@@ -79,7 +81,11 @@ pub fn write_loglog_chart(
                     PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
                 });
             chart
-                .draw_series(points.into_iter().map(|p| Circle::new(p, 4, color.filled())))
+                .draw_series(
+                    points
+                        .into_iter()
+                        .map(|p| Circle::new(p, 4, color.filled())),
+                )
                 .map_err(io::Error::other)?;
         }
         chart
