@@ -7,7 +7,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use super::convergence::register_font;
-use super::write_via_temp;
+use super::write_png;
 use crate::error::{Error, Result};
 
 /// One line of a chart: a label and its points `(x, y)`, both positive.
@@ -52,8 +52,7 @@ pub fn write_loglog_chart(
         )));
     };
     let drawable = |&(x, y): &(f64, f64)| x.is_finite() && y.is_finite() && x > 0.0 && y > 0.0;
-    write_via_temp(path, |temp| {
-        let root = BitMapBackend::new(temp, size).into_drawing_area();
+    write_png(path, size, |root| {
         root.fill(&WHITE).map_err(io::Error::other)?;
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 20))

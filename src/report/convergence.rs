@@ -7,7 +7,7 @@ use std::sync::Once;
 
 use plotters::prelude::*;
 
-use super::write_via_temp;
+use super::write_png;
 use crate::error::Result;
 use crate::solver::TraceEntry;
 
@@ -72,8 +72,7 @@ pub fn write_convergence_plot(
     };
     let x_iter = last(|t| t.iteration as f64).max(1.0);
     let x_time = last(|t| t.time_s);
-    write_via_temp(path, |temp| {
-        let root = BitMapBackend::new(temp, size).into_drawing_area();
+    write_png(path, size, |root| {
         root.fill(&WHITE).map_err(io::Error::other)?;
         let (left, right) = root.split_horizontally(size.0 / 2);
         let panels: [(_, &str, f64, Abscissa); 2] = [
