@@ -95,6 +95,10 @@ pub enum Error {
         /// What is wrong with it.
         fault: FileFault,
     },
+    /// A benchmark report or chart cannot be made: nothing was measured, or a table or chart
+    /// would be empty.
+    #[error("report: {0}")]
+    Report(String),
     /// The file extension or content does not name a format we read.
     #[error("{file}: unknown problem format ({message})")]
     UnknownFormat {

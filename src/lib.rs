@@ -50,8 +50,9 @@
 //! - [`registry`]: solver names → solvers.
 //! - [`sim`]: the simulator: bodies, shapes, collision, joints, stepper, scenes.
 //! - [`report`]: output of a simulation: PNG snapshots (plotters), VTK frames and `.pvd`
-//!   collections for ParaView, the per-step CSV.
-//! - [`bench`]: the benchmarks of `signorini bench` (throughput CPU vs GPU).
+//!   collections for ParaView, the per-step CSV; convergence and log-log charts.
+//! - [`mod@bench`]: the benchmarks of `signorini bench` (throughput CPU vs GPU, convergence,
+//!   scaling, accuracy) and their report (markdown, CSV, charts).
 //! - [`error`]: the crate's error type.
 
 pub mod bench;

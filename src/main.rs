@@ -7,10 +7,12 @@ use clap::{Parser, Subcommand};
 use serde_json::json;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use signorini::bench::report::{BenchReport, Machine, command_line};
+use signorini::bench::{self, Suite};
 use signorini::problem::io::{self, Format};
 use signorini::problem::{FrictionModel, System};
 use signorini::registry::Device;
-use signorini::report::convergence::{Series, write_convergence_plot};
+use signorini::report::convergence::{DEFAULT_SIZE, Series, write_convergence_plot};
 use signorini::solver::{Criterion, Report, Settings, Solver};
 use signorini::{registry, sim};
 
@@ -57,10 +59,18 @@ struct SolveOptions {
 }
 
 /// The suites of `signorini bench`.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Suite {
+#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
+enum SuiteArg {
     /// Contact-iterations per second, CPU vs GPU, and the fraction of the bandwidth.
     Throughput,
+    /// Residual vs iteration and vs wall time on B1–B4 and balls_in_box, every solver.
+    Convergence,
+    /// Time per simulation step vs bodies, split into collision, assembly, solve, output.
+    Scaling,
+    /// Every solver's merit set against a reference solve; GPU f32 vs CPU f64.
+    Accuracy,
+    /// The four suites at their default sizes, in one report.
+    All,
 }
 
 #[derive(Subcommand)]
@@ -68,25 +78,38 @@ enum Command {
     /// List the GPU adapters wgpu finds (pick one with the environment variable
     /// `SIGNORINI_ADAPTER`, a substring of its name).
     Info,
-    /// Run a benchmark suite: `throughput` prints contact-iterations per second on the CPU
-    /// and on the GPU side by side, with the GPU figure as a fraction of the bandwidth a copy
-    /// kernel measures in the same run.
+    /// Run a benchmark suite and write `DIR/report.md` (tables, charts, machine, the command
+    /// that reproduces it) and one CSV per table.
     Bench {
-        /// The suite: throughput.
-        suite: Suite,
-        /// CPU solver names, comma-separated (the GPU rows run their `-gpu` variants).
-        #[arg(long, value_delimiter = ',', default_value = "jacobi")]
-        solvers: Vec<String>,
-        /// Numbers of contacts, comma-separated (`1e3,1e4`).
-        #[arg(long, default_value = "1e3,1e4,1e5")]
-        sizes: String,
-        /// Devices, comma-separated: cpu, gpu.
-        #[arg(long, value_delimiter = ',', default_value = "cpu,gpu")]
-        device: Vec<Device>,
-        /// Iterations per measurement.
-        #[arg(long, default_value_t = 100)]
-        iterations: usize,
-        /// Print one JSON object on stdout instead of a table.
+        /// The suite: throughput, convergence, scaling, accuracy, or all (the four at their
+        /// defaults).
+        suite: SuiteArg,
+        /// Solver names, comma-separated, or `all` (the GPU rows run their `-gpu`
+        /// variants). Default: jacobi (throughput), pgs,jacobi (scaling), all (others).
+        #[arg(long, value_delimiter = ',')]
+        solvers: Option<Vec<String>>,
+        /// Sizes, comma-separated (`1e3,1e4`): contacts (throughput, default 1e3,1e4,1e5),
+        /// bodies (scaling, default 1000,4000,16000), bodies per scene (convergence,
+        /// default 300; accuracy, default 100).
+        #[arg(long)]
+        sizes: Option<String>,
+        /// Devices, comma-separated: cpu, gpu (default both).
+        #[arg(long, value_delimiter = ',')]
+        device: Option<Vec<Device>>,
+        /// Iterations per measurement (throughput, default 100) or iteration cap of each
+        /// solve (convergence 3000, scaling 100 per step, accuracy 5000).
+        #[arg(long)]
+        iterations: Option<usize>,
+        /// Relative residual tolerance (convergence 1e-6, accuracy 1e-8).
+        #[arg(long)]
+        tol: Option<f64>,
+        /// Steps per simulation (scaling, default 10).
+        #[arg(long)]
+        steps: Option<usize>,
+        /// Output folder of the report, CSVs and charts.
+        #[arg(long, default_value = "out/bench")]
+        out: PathBuf,
+        /// Print one JSON object (the measurements) on stdout instead of the report.
         #[arg(long)]
         json: bool,
     },
@@ -200,24 +223,81 @@ fn parse_set(s: &str) -> Result<(String, String), String> {
 fn run(cli: Cli) -> signorini::Result<()> {
     match cli.command {
         Command::Bench {
-            suite: Suite::Throughput,
+            suite,
             solvers,
             sizes,
             device,
             iterations,
+            tol,
+            steps,
+            out,
             json,
         } => {
-            let config = signorini::bench::throughput::Config {
+            let suites: Vec<Suite> = match suite {
+                SuiteArg::All => Suite::ALL.to_vec(),
+                SuiteArg::Throughput => vec![Suite::Throughput],
+                SuiteArg::Convergence => vec![Suite::Convergence],
+                SuiteArg::Scaling => vec![Suite::Scaling],
+                SuiteArg::Accuracy => vec![Suite::Accuracy],
+            };
+            let sized = sizes.is_some() || iterations.is_some() || tol.is_some();
+            if suite == SuiteArg::All && (sized || steps.is_some()) {
+                return Err(signorini::Error::InvalidSetting {
+                    name: "suite",
+                    value: "all".into(),
+                    message: "`all` runs each suite at its defaults; give --sizes, \
+                              --iterations, --tol or --steps with one suite"
+                        .into(),
+                });
+            }
+            let options = bench::Options {
                 solvers,
-                sizes: signorini::bench::parse_sizes(&sizes, "sizes")?,
+                sizes: sizes.map(|s| bench::parse_sizes(&s, "sizes")).transpose()?,
                 devices: device,
                 iterations,
+                tol,
+                steps,
             };
-            let result = signorini::bench::throughput::run(&config, |line| eprintln!("{line}"))?;
+            let start = std::time::Instant::now();
+            let mut notes = Vec::new();
+            let devices = options
+                .devices
+                .clone()
+                .unwrap_or(vec![Device::Cpu, Device::Gpu]);
+            let gpu = bench::open_gpu(&devices, &mut notes);
+            let mut sections = Vec::new();
+            let mut results = serde_json::Map::new();
+            for s in suites {
+                eprintln!("suite {}", s.name());
+                let outcome = bench::run_suite(s, &options, gpu.as_deref(), &out, &mut |line| {
+                    eprintln!("  {line}")
+                })?;
+                eprintln!("suite {} took {:.1} s", s.name(), outcome.wall_s);
+                let mut section = outcome.section;
+                section.notes.extend(notes.iter().cloned());
+                section
+                    .text
+                    .push(format!("Suite wall time: {:.1} s.", outcome.wall_s));
+                sections.push(section);
+                results.insert(s.name().into(), outcome.json);
+            }
+            let report = BenchReport {
+                command: command_line(std::env::args().skip(1)),
+                machine: Machine::detect(gpu.as_ref().map(|c| c.adapter_summary())),
+                sections,
+                wall_s: start.elapsed().as_secs_f64(),
+            };
+            report.write(&out)?;
+            eprintln!("report: {}", out.join("report.md").display());
             if json {
-                println!("{}", json!(result));
+                let value = json!({
+                    "report": out.join("report.md"),
+                    "machine": report.machine,
+                    "suites": results,
+                });
+                println!("{value}");
             } else {
-                print!("{result}");
+                print!("{}", report.markdown());
             }
         }
         Command::Info => {
@@ -327,7 +407,7 @@ fn run(cli: Cli) -> signorini::Result<()> {
                         trace: &r.trace,
                     })
                     .collect();
-                write_convergence_plot(path, sys.name(), &series)?;
+                write_convergence_plot(path, sys.name(), &series, DEFAULT_SIZE)?;
             }
             if let Some(dir) = &trace {
                 write_traces(dir, &reports)?;
@@ -550,6 +630,14 @@ fn print_summary(s: &sim::run::Summary, dir: &std::path::Path) {
                 "{:.3} s ({:.0} %)",
                 s.collision_s,
                 100.0 * s.collision_s / s.wall_s
+            ),
+        ),
+        (
+            "  assembly",
+            format!(
+                "{:.3} s ({:.0} %)",
+                s.assembly_s,
+                100.0 * s.assembly_s / s.wall_s
             ),
         ),
         (

@@ -49,6 +49,16 @@ pub enum Device {
     Gpu,
 }
 
+impl Device {
+    /// `cpu` or `gpu`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Device::Cpu => "cpu",
+            Device::Gpu => "gpu",
+        }
+    }
+}
+
 impl std::str::FromStr for Device {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {

@@ -338,6 +338,7 @@ fn cli_simulate_writes_its_outputs() {
     assert_eq!(summary["snapshots"], 2);
     for key in [
         "collision_s",
+        "assembly_s",
         "solve_s",
         "output_s",
         "wall_s",

@@ -1,14 +1,35 @@
 //! Benchmarks users run from the command line (`signorini bench SUITE`): their problems,
-//! measurements and tables. Timings are measured here, never asserted in tests.
+//! measurements, tables and charts. Timings are measured here, never asserted in tests.
 //!
-//! - [`problems`]: the benchmark problems, built by the simulator from generated scenes.
+//! - [`problems`]: the benchmark problems, built by the simulator from generated packings
+//!   and from the benchmark scenes.
 //! - [`throughput`]: contact-iterations per second of each solver on the CPU and on the
 //!   GPU, and the GPU figure as a fraction of the memory bandwidth measured in the same run.
+//! - [`convergence`]: residual against iterations and wall time on B1–B4 and balls_in_box.
+//! - [`scaling`]: time per simulation step against the number of bodies, split into
+//!   collision detection, assembly, solve and output.
+//! - [`accuracy`]: every solver's merit set against a reference solve (interior point,
+//!   simplex or tight PGS), GPU `f32` against CPU `f64`.
+//! - [`report`]: the markdown report, its CSV tables and the machine description.
 
+pub mod accuracy;
+pub mod convergence;
 pub mod problems;
+pub mod report;
+pub mod scaling;
 pub mod throughput;
 
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use self::report::Section;
 use crate::error::{Error, Result};
+use crate::gpu::GpuContext;
+use crate::registry::{self, Device};
+use crate::solver::{Solver, TraceEntry};
 
 /// Parses a comma-separated list of sizes; each entry is an integer or a float in
 /// scientific notation (`1e5`). `what` names the option in errors.
@@ -34,9 +55,265 @@ pub fn parse_sizes(list: &str, what: &'static str) -> Result<Vec<usize>> {
         .collect()
 }
 
+/// The suites of `signorini bench`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Suite {
+    /// [`throughput`].
+    Throughput,
+    /// [`convergence`].
+    Convergence,
+    /// [`scaling`].
+    Scaling,
+    /// [`accuracy`].
+    Accuracy,
+}
+
+impl Suite {
+    /// Every suite, in report order.
+    pub const ALL: [Suite; 4] = [
+        Suite::Throughput,
+        Suite::Convergence,
+        Suite::Scaling,
+        Suite::Accuracy,
+    ];
+
+    /// The suite's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Suite::Throughput => "throughput",
+            Suite::Convergence => "convergence",
+            Suite::Scaling => "scaling",
+            Suite::Accuracy => "accuracy",
+        }
+    }
+}
+
+/// The options of `signorini bench`; `None` takes the suite's default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Options {
+    /// Solver names or `all`.
+    pub solvers: Option<Vec<String>>,
+    /// Sizes: contacts (throughput), bodies (scaling), bodies per scene (convergence,
+    /// accuracy).
+    pub sizes: Option<Vec<usize>>,
+    /// Devices.
+    pub devices: Option<Vec<Device>>,
+    /// Iterations per measurement (throughput) or iteration cap (the others).
+    pub iterations: Option<usize>,
+    /// Tolerance (convergence, accuracy).
+    pub tol: Option<f64>,
+    /// Steps per run (scaling).
+    pub steps: Option<usize>,
+}
+
+/// What a suite gives: its report section and its measurements as JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The section of `report.md` (its charts are written).
+    pub section: Section,
+    /// The measurements.
+    pub json: serde_json::Value,
+    /// Wall time of the suite, seconds.
+    pub wall_s: f64,
+}
+
+/// Runs `suite` with `options` and writes its charts into `dir`; `gpu` is the device of
+/// the GPU rows (none: GPU rows are left out with a note). An option the suite does not
+/// take is an error.
+pub fn run_suite(
+    suite: Suite,
+    options: &Options,
+    gpu: Option<&GpuContext>,
+    dir: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Outcome> {
+    let misplaced = |name: &'static str, given: bool, takes: &[Suite]| {
+        if given && !takes.contains(&suite) {
+            Err(Error::InvalidSetting {
+                name,
+                value: "given".into(),
+                message: format!(
+                    "the {} suite does not take it (only {})",
+                    suite.name(),
+                    takes
+                        .iter()
+                        .map(|s| s.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })
+        } else {
+            Ok(())
+        }
+    };
+    misplaced(
+        "tol",
+        options.tol.is_some(),
+        &[Suite::Convergence, Suite::Accuracy],
+    )?;
+    misplaced("steps", options.steps.is_some(), &[Suite::Scaling])?;
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let start = Instant::now();
+    let o = options.clone();
+    let has_gpu = gpu.is_some();
+    let (section, json) = match suite {
+        Suite::Throughput => {
+            let d = throughput::Config::default();
+            let config = throughput::Config {
+                solvers: o.solvers.unwrap_or(d.solvers),
+                sizes: o.sizes.unwrap_or(d.sizes),
+                devices: o.devices.unwrap_or(d.devices),
+                iterations: o.iterations.unwrap_or(d.iterations),
+            };
+            let r = throughput::run(&config, gpu, progress)?;
+            (r.section(dir)?, serde_json::json!(r))
+        }
+        Suite::Convergence => {
+            let d = convergence::Config::default();
+            let config = convergence::Config {
+                solvers: o.solvers.unwrap_or(d.solvers),
+                sizes: o.sizes.unwrap_or(d.sizes),
+                devices: o.devices.unwrap_or(d.devices),
+                max_iter: o.iterations.unwrap_or(d.max_iter),
+                tol: o.tol.unwrap_or(d.tol),
+            };
+            let r = convergence::run(&config, has_gpu, progress)?;
+            (r.section(dir)?, serde_json::json!(r))
+        }
+        Suite::Scaling => {
+            let d = scaling::Config::default();
+            let config = scaling::Config {
+                solvers: o.solvers.unwrap_or(d.solvers),
+                sizes: o.sizes.unwrap_or(d.sizes),
+                devices: o.devices.unwrap_or(d.devices),
+                steps: o.steps.unwrap_or(d.steps),
+                max_iter: o.iterations.unwrap_or(d.max_iter),
+            };
+            let r = scaling::run(&config, has_gpu, progress)?;
+            (r.section(dir)?, serde_json::json!(r))
+        }
+        Suite::Accuracy => {
+            let d = accuracy::Config::default();
+            let config = accuracy::Config {
+                solvers: o.solvers.unwrap_or(d.solvers),
+                sizes: o.sizes.unwrap_or(d.sizes),
+                devices: o.devices.unwrap_or(d.devices),
+                max_iter: o.iterations.unwrap_or(d.max_iter),
+                tol: o.tol.unwrap_or(d.tol),
+            };
+            let r = accuracy::run(&config, has_gpu, progress)?;
+            (r.section(dir)?, serde_json::json!(r))
+        }
+    };
+    Ok(Outcome {
+        section,
+        json,
+        wall_s: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// A registered solver on a device, as the suites run it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SolverRun {
+    /// Registry name of the solver run (`jacobi`, `jacobi-gpu`, ...).
+    pub solver: String,
+    /// The name without its `-gpu` suffix: rows of the same `base` compare CPU and GPU.
+    pub base: String,
+    /// `cpu` or `gpu`.
+    pub device: &'static str,
+}
+
+impl SolverRun {
+    /// The solver from the registry.
+    pub fn solver(&self) -> Result<Box<dyn Solver>> {
+        registry::solver(&self.solver)
+    }
+}
+
+/// The runs that `--solvers` and `--device` ask for. `all` stands for every solver in the
+/// registry (whatever it holds). Each name runs on the CPU under its own name and on the GPU
+/// as its `-gpu` variant; a pair the registry lacks, and every GPU run when `gpu` is false,
+/// is left out with a note. An unknown name is an error listing the valid ones.
+pub fn solver_runs(
+    solvers: &[String],
+    devices: &[Device],
+    gpu: bool,
+    notes: &mut Vec<String>,
+) -> Result<Vec<SolverRun>> {
+    let names = registry::names();
+    let mut bases: Vec<String> = Vec::new();
+    for name in solvers {
+        let wanted: Vec<String> = if name == "all" {
+            names.iter().map(|n| n.to_string()).collect()
+        } else {
+            // An unknown name is the registry's error, which lists the valid ones.
+            registry::solver(name)?;
+            vec![name.clone()]
+        };
+        for n in wanted {
+            let base = n.strip_suffix("-gpu").unwrap_or(&n).to_string();
+            if !bases.contains(&base) {
+                bases.push(base);
+            }
+        }
+    }
+    let mut runs = Vec::new();
+    for base in &bases {
+        for &device in devices {
+            let name = match device {
+                Device::Cpu => base.clone(),
+                Device::Gpu => format!("{base}-gpu"),
+            };
+            if device == Device::Gpu && !gpu {
+                notes.push("GPU runs skipped: no GPU adapter could be opened".into());
+            } else if names.contains(&name.as_str()) {
+                runs.push(SolverRun {
+                    solver: name,
+                    base: base.clone(),
+                    device: device.as_str(),
+                });
+            } else {
+                notes.push(format!(
+                    "`{base}` has no {} variant in the registry: left out",
+                    device.as_str().to_uppercase()
+                ));
+            }
+        }
+    }
+    notes.sort();
+    notes.dedup();
+    Ok(runs)
+}
+
+/// Opens the GPU when `devices` asks for it; without one, a note says why.
+pub fn open_gpu(devices: &[Device], notes: &mut Vec<String>) -> Option<Arc<GpuContext>> {
+    if !devices.contains(&Device::Gpu) {
+        return None;
+    }
+    match GpuContext::new() {
+        Ok(ctx) => Some(Arc::new(ctx)),
+        Err(e) => {
+            notes.push(format!("no GPU rows: {e}"));
+            None
+        }
+    }
+}
+
+/// The first trace entry at or below `threshold`: `(iteration, seconds)`.
+pub fn first_below(trace: &[TraceEntry], threshold: f64) -> Option<(usize, f64)> {
+    trace
+        .iter()
+        .find(|t| t.residual <= threshold)
+        .map(|t| (t.iteration, t.time_s))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_sizes;
+    use super::*;
 
     #[test]
     fn sizes_accept_integers_and_scientific_notation() {
@@ -47,5 +324,66 @@ mod tests {
         for bad in ["", "0", "1e-3", "1.5", "x", "1e400"] {
             assert!(parse_sizes(bad, "sizes").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn solver_runs_follow_the_registry() {
+        let mut notes = Vec::new();
+        let all = solver_runs(
+            &["all".into()],
+            &[Device::Cpu, Device::Gpu],
+            true,
+            &mut notes,
+        )
+        .unwrap();
+        // Every registered name appears exactly once, on its own device.
+        let mut names: Vec<_> = all.iter().map(|r| r.solver.as_str()).collect();
+        names.sort();
+        let mut registered = registry::names();
+        registered.sort();
+        assert_eq!(names, registered);
+        for r in &all {
+            assert_eq!(r.device == "gpu", r.solver.ends_with("-gpu"), "{r:?}");
+        }
+        // pgs has no GPU variant (a note says so) unless the registry gains one.
+        let mut notes = Vec::new();
+        let runs = solver_runs(&["pgs".into()], &[Device::Gpu], true, &mut notes).unwrap();
+        assert_eq!(
+            runs.is_empty(),
+            !registry::names().contains(&"pgs-gpu"),
+            "{runs:?}"
+        );
+        assert_eq!(notes.is_empty(), !runs.is_empty(), "{notes:?}");
+        let mut notes = Vec::new();
+        let runs = solver_runs(
+            &["jacobi".into()],
+            &[Device::Cpu, Device::Gpu],
+            false,
+            &mut notes,
+        )
+        .unwrap();
+        assert_eq!(runs.len(), 1);
+        assert!(notes[0].contains("GPU"));
+        assert!(matches!(
+            solver_runs(&["nope".into()], &[Device::Cpu], true, &mut notes),
+            Err(Error::UnknownSolver { .. })
+        ));
+    }
+
+    #[test]
+    fn first_below_finds_the_first_crossing() {
+        let trace: Vec<TraceEntry> = [1.0, 1e-3, 1e-5, 1e-4, 1e-7]
+            .iter()
+            .enumerate()
+            .map(|(k, &residual)| TraceEntry {
+                iteration: 10 * k,
+                residual,
+                natural_map_inf: residual,
+                time_s: k as f64,
+                products: k,
+            })
+            .collect();
+        assert_eq!(first_below(&trace, 1e-4), Some((20, 2.0)));
+        assert_eq!(first_below(&trace, 1e-8), None);
     }
 }

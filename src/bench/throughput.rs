@@ -14,23 +14,26 @@
 //! Bytes per iteration are those of the storage buffers one iteration's dispatches bind
 //! ([`GpuKernels::bytes_per_iteration`]): each read or written once.
 
-use std::fmt;
-use std::sync::Arc;
+use std::path::Path;
 use std::time::Instant;
 
 use serde::Serialize;
 
 use super::problems::granular_packing;
+use super::report::{Cell, PLOT_SIZE, Plot, Section, Table};
+use super::solver_runs;
 use crate::error::{Error, Result};
 use crate::gpu::{AdapterSummary, GpuContext, GpuKernels, ProblemData, bandwidth};
 use crate::problem::{FrictionModel, System};
-use crate::registry::{self, Device};
+use crate::registry::Device;
+use crate::report::chart::{Line, write_loglog_chart};
 use crate::solver::{Report, Settings, SpgParams};
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// CPU solver names (`jacobi`, `spg`, ...); the GPU rows use their `-gpu` variants.
+    /// Solver names (`jacobi`, `spg`, ... or `all`); the GPU rows run their `-gpu` variants
+    /// ([`super::solver_runs`]).
     pub solvers: Vec<String>,
     /// Numbers of contacts aimed at ([`granular_packing`]).
     pub sizes: Vec<usize>,
@@ -129,7 +132,12 @@ fn per_iteration(report: &Report) -> (f64, f64) {
 }
 
 /// Runs the benchmark; `progress` receives a line per measurement.
-pub fn run(config: &Config, mut progress: impl FnMut(&str)) -> Result<Throughput> {
+/// `gpu` is the device of the GPU rows (none: no GPU rows).
+pub fn run(
+    config: &Config,
+    gpu: Option<&GpuContext>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Throughput> {
     if config.iterations < 2 {
         return Err(Error::InvalidSetting {
             name: "iterations",
@@ -138,13 +146,7 @@ pub fn run(config: &Config, mut progress: impl FnMut(&str)) -> Result<Throughput
         });
     }
     let mut notes = Vec::new();
-    let mut gpu = None;
-    if config.devices.contains(&Device::Gpu) {
-        match GpuContext::new() {
-            Ok(ctx) => gpu = Some(Arc::new(ctx)),
-            Err(e) => notes.push(format!("GPU rows skipped: {e}")),
-        }
-    }
+    let runs = solver_runs(&config.solvers, &config.devices, gpu.is_some(), &mut notes)?;
     let bandwidth = match &gpu {
         Some(ctx) => {
             progress(&format!("copy bandwidth on {}", ctx.adapter_name()));
@@ -175,52 +177,40 @@ pub fn run(config: &Config, mut progress: impl FnMut(&str)) -> Result<Throughput
                 speedup_over_cpu: None,
             }
         };
-        for name in &config.solvers {
-            for &device in &config.devices {
-                let run_name = match device {
-                    Device::Cpu => name.clone(),
-                    Device::Gpu if gpu.is_none() => continue,
-                    Device::Gpu => format!("{name}-gpu"),
-                };
-                let solver = match registry::solver(&run_name) {
-                    Ok(s) => s,
-                    Err(_) if device == Device::Gpu => {
-                        notes.push(format!("`{name}` has no GPU variant: GPU row skipped"));
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
-                progress(&format!("{run_name} on {} contacts", sys.blocks()));
-                // Warm-up: opens the device and compiles the kernels.
-                solver.solve(&sys, &timed_settings(2))?;
-                let report = solver.solve(&sys, &settings)?;
-                let (seconds, products) = per_iteration(&report);
-                let Some(ctx) = gpu.as_ref().filter(|_| device == Device::Gpu) else {
-                    rows.push(row(&run_name, "cpu", "solve", seconds, products, None));
-                    continue;
-                };
-                let mut kernels = gpu_kernels(ctx, name, &sys, &settings)?;
-                let bytes = kernels.bytes_per_iteration();
+        for run in &runs {
+            let solver = run.solver()?;
+            progress(&format!("{} on {} contacts", run.solver, sys.blocks()));
+            // Warm-up: opens the device and compiles the kernels.
+            solver.solve(&sys, &timed_settings(2))?;
+            let report = solver.solve(&sys, &settings)?;
+            let (seconds, products) = per_iteration(&report);
+            let Some(ctx) = gpu.filter(|_| run.device == "gpu") else {
                 rows.push(row(
-                    &run_name,
-                    "gpu",
+                    &run.solver,
+                    run.device,
                     "solve",
                     seconds,
                     products,
-                    Some(bytes),
+                    None,
                 ));
-                progress(&format!("{run_name} kernels on {} contacts", sys.blocks()));
-                let seconds = time_kernels(ctx, &mut kernels, config.iterations)?;
-                rows.push(row(&run_name, "gpu", "kernels", seconds, 1.0, Some(bytes)));
-            }
+                continue;
+            };
+            let mut kernels = gpu_kernels(ctx, &run.base, &sys, &settings)?;
+            let bytes = Some(kernels.bytes_per_iteration());
+            rows.push(row(&run.solver, "gpu", "solve", seconds, products, bytes));
+            progress(&format!(
+                "{} kernels on {} contacts",
+                run.solver,
+                sys.blocks()
+            ));
+            let seconds = time_kernels(ctx, &mut kernels, config.iterations)?;
+            rows.push(row(&run.solver, "gpu", "kernels", seconds, 1.0, bytes));
         }
     }
-    notes.sort();
-    notes.dedup();
     speedups(&mut rows);
     Ok(Throughput {
         cpu_threads: rayon::current_num_threads(),
-        adapter: gpu.as_ref().map(|ctx| ctx.adapter_summary()),
+        adapter: gpu.map(GpuContext::adapter_summary),
         bandwidth_bytes_per_s: bandwidth,
         rows,
         notes,
@@ -278,59 +268,108 @@ fn speedups(rows: &mut [Row]) {
     }
 }
 
-impl fmt::Display for Throughput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "CPU: {} threads", self.cpu_threads)?;
-        if let (Some(a), Some(bw)) = (&self.adapter, self.bandwidth_bytes_per_s) {
-            writeln!(
-                f,
-                "GPU: {} ({}, {}), copy bandwidth {:.1} GB/s",
-                a.name,
-                a.backend,
-                a.device_type,
-                bw / 1e9
-            )?;
-        }
-        writeln!(
-            f,
-            "{:<12} {:<4} {:<8} {:>9} {:>9} {:>12} {:>14} {:>9} {:>8} {:>8}",
-            "solver",
-            "dev",
-            "mode",
-            "contacts",
-            "bodies",
-            "s/iter",
-            "contact-it/s",
-            "GB/s",
-            "% bw",
-            "vs cpu"
-        )?;
+impl Throughput {
+    /// The report's section: the table (`throughput.csv`) and the log-log chart of
+    /// contact-iterations per second against contacts (`throughput.png`, written into
+    /// `dir`).
+    pub fn section(&self, dir: &Path) -> Result<Section> {
+        let mut table = Table::new(
+            "throughput",
+            "Contact-iterations per second on granular packings.",
+            &[
+                "solver",
+                "device",
+                "mode",
+                "contacts",
+                "bodies",
+                "iterations",
+                "s/iteration",
+                "contact-it/s",
+                "GB/s",
+                "fraction of copy bandwidth",
+                "GPU/CPU",
+            ],
+        );
         for r in &self.rows {
-            let opt = |v: Option<f64>, scale: f64, digits: usize| {
-                v.map_or("-".to_string(), |v| format!("{:.*}", digits, v * scale))
-            };
-            writeln!(
-                f,
-                "{:<12} {:<4} {:<8} {:>9} {:>9} {:>12.3e} {:>14.3e} {:>9} {:>8} {:>8}",
-                r.solver,
-                r.device,
-                r.mode,
-                r.contacts,
-                r.bodies,
-                r.seconds_per_iteration,
-                r.contact_iterations_per_s,
-                opt(
-                    r.bytes_per_iteration.map(|b| b / r.seconds_per_iteration),
-                    1e-9,
-                    1
+            table.push(vec![
+                Cell::text(&r.solver),
+                Cell::text(r.device),
+                Cell::text(r.mode),
+                Cell::int(r.contacts),
+                Cell::int(r.bodies),
+                Cell::int(r.iterations),
+                Cell::Num(r.seconds_per_iteration),
+                Cell::Num(r.contact_iterations_per_s),
+                Cell::opt(
+                    r.bytes_per_iteration
+                        .map(|b| b / r.seconds_per_iteration / 1e9),
                 ),
-                opt(r.bandwidth_fraction, 100.0, 1),
-                opt(r.speedup_over_cpu, 1.0, 2),
+                Cell::opt(r.bandwidth_fraction),
+                Cell::opt(r.speedup_over_cpu),
+            ]);
+        }
+        let mut keys: Vec<(&str, &str, &str)> = Vec::new();
+        for r in &self.rows {
+            let key = (r.solver.as_str(), r.device, r.mode);
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        let series: Vec<(String, Vec<(f64, f64)>)> = keys
+            .iter()
+            .map(|&(solver, device, mode)| {
+                let points = self
+                    .rows
+                    .iter()
+                    .filter(|r| (r.solver.as_str(), r.device, r.mode) == (solver, device, mode))
+                    .map(|r| (r.contacts as f64, r.contact_iterations_per_s))
+                    .collect();
+                (format!("{solver} ({device}, {mode})"), points)
+            })
+            .collect();
+        let lines: Vec<Line> = series
+            .iter()
+            .map(|(label, points)| Line { label, points })
+            .collect();
+        let mut plots = Vec::new();
+        if !lines.is_empty() {
+            write_loglog_chart(
+                &dir.join("throughput.png"),
+                "contact-iterations per second, CPU vs GPU",
+                ("contacts", "contact-iterations / s"),
+                &lines,
+                PLOT_SIZE,
             )?;
+            plots.push(Plot {
+                file: "throughput.png".into(),
+                caption: "Contact-iterations per second against contacts, CPU and GPU (log-log)"
+                    .into(),
+            });
         }
-        for note in &self.notes {
-            writeln!(f, "note: {note}")?;
+        let mut text = vec![
+            "Each solver runs a fixed number of iterations (tolerance 0, no stall rule) on the \
+             first-step problem of a cubic packing of touching spheres (μ = 0.5, CCP model); \
+             `solve` rows time the registered solver between its first and last measured \
+             iterates (setup, upload and the first readback excluded), `kernels` rows time \
+             the two GPU Jacobi kernels alone, all iterations in one submission. CPU rows are \
+             f64 on rayon, GPU rows f32."
+                .to_string(),
+        ];
+        if let Some(bw) = self.bandwidth_bytes_per_s {
+            text.push(format!(
+                "Copy-kernel bandwidth measured in the same run: {:.1} GB/s (read + written). \
+                 GB/s counts the fewest bytes a Jacobi iteration must move (each buffer read \
+                 once per kernel, outputs written once; other solvers: that amount per \
+                 product with N, a lower bound).",
+                bw / 1e9
+            ));
         }
-        Ok(())
+        Ok(Section {
+            heading: "Throughput".into(),
+            text,
+            tables: vec![table],
+            plots,
+            notes: self.notes.clone(),
+        })
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Once;
 
 use plotters::prelude::*;
 
-use super::write_via_temp;
+use super::write_png;
 use crate::error::Result;
 use crate::solver::TraceEntry;
 
@@ -15,7 +15,8 @@ use crate::solver::TraceEntry;
 /// not have fonts installed, so the labels carry their own.
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 
-fn register_font() {
+/// Registers the embedded font as `sans-serif` (once per process).
+pub(crate) fn register_font() {
     static REGISTER: Once = Once::new();
     REGISTER.call_once(|| {
         plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
@@ -38,9 +39,17 @@ type Abscissa = fn(&TraceEntry) -> f64;
 /// Residuals below this are drawn at it (a log axis has no zero).
 const FLOOR: f64 = 1e-16;
 
-/// Writes a PNG with two charts side by side, residual vs iteration and residual vs wall
-/// time, one line per series, log-scale residual, with a legend.
-pub fn write_convergence_plot(path: &Path, title: &str, series: &[Series]) -> Result<()> {
+/// Width and height in pixels of the charts of `check --plot`.
+pub const DEFAULT_SIZE: (u32, u32) = (1400, 560);
+
+/// Writes a PNG of `size` pixels with two charts side by side, residual vs iteration and
+/// residual vs wall time, one line per series, log-scale residual, with a legend.
+pub fn write_convergence_plot(
+    path: &Path,
+    title: &str,
+    series: &[Series],
+    size: (u32, u32),
+) -> Result<()> {
     register_font();
     let residuals = || {
         series
@@ -63,10 +72,9 @@ pub fn write_convergence_plot(path: &Path, title: &str, series: &[Series]) -> Re
     };
     let x_iter = last(|t| t.iteration as f64).max(1.0);
     let x_time = last(|t| t.time_s);
-    write_via_temp(path, |temp| {
-        let root = BitMapBackend::new(temp, (1400, 560)).into_drawing_area();
+    write_png(path, size, |root| {
         root.fill(&WHITE).map_err(io::Error::other)?;
-        let (left, right) = root.split_horizontally(700);
+        let (left, right) = root.split_horizontally(size.0 / 2);
         let panels: [(_, &str, f64, Abscissa); 2] = [
             (left, "iteration", x_iter, |t| t.iteration as f64),
             (right, "wall time [s]", x_time, |t| t.time_s),
@@ -144,7 +152,7 @@ mod tests {
                 trace: &b,
             },
         ];
-        write_convergence_plot(&path, "test", &series).unwrap();
+        write_convergence_plot(&path, "test", &series, DEFAULT_SIZE).unwrap();
         let img = image::open(&path).unwrap().to_rgb8();
         assert_eq!((img.width(), img.height()), (1400, 560));
         // Both colored lines are drawn somewhere: count strongly colored pixels.

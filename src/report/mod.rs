@@ -2,6 +2,7 @@
 //! convergence charts of solver traces.
 //!
 //! - [`convergence`]: residual vs iteration and vs time for several solves, log scale.
+//! - [`chart`]: log-log line charts (benchmark figures against problem size).
 //! - [`snapshot`]: a PNG with a front and a top view of the scene, bodies colored by speed.
 //! - [`vtk`]: one legacy VTK file per frame and the `.pvd` collection that lists them.
 //! - [`steps_csv`]: the per-step statistics, streamed to `steps.csv`.
@@ -9,6 +10,7 @@
 //! Whole files (snapshots, frames, collections) are written to a temporary file in the target's
 //! folder and renamed over the target, so that a reader never sees a half-written file.
 
+pub mod chart;
 pub mod convergence;
 pub mod snapshot;
 pub mod steps_csv;
@@ -103,6 +105,35 @@ pub(crate) fn write_via_temp(
             path: path.to_path_buf(),
             source,
         }
+    })
+}
+
+/// Draws a chart of `size` pixels into memory with `draw` (which gets the whole area and
+/// must `present` it), then writes it to `path` as a PNG with the best compression and
+/// adaptive filters (the charts' flat colours shrink to about half the default size).
+pub(crate) fn write_png(
+    path: &Path,
+    size: (u32, u32),
+    draw: impl FnOnce(
+        plotters::drawing::DrawingArea<plotters::prelude::BitMapBackend<'_>, plotters::coord::Shift>,
+    ) -> std::io::Result<()>,
+) -> Result<()> {
+    use image::ImageEncoder;
+    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
+    use plotters::prelude::{BitMapBackend, IntoDrawingArea};
+    let mut pixels = vec![0u8; 3 * size.0 as usize * size.1 as usize];
+    draw(BitMapBackend::with_buffer(&mut pixels, size).into_drawing_area()).map_err(|source| {
+        Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
+    write_via_temp(path, |temp| {
+        let mut out = BufWriter::new(File::create(temp)?);
+        PngEncoder::new_with_quality(&mut out, CompressionType::Best, FilterType::Adaptive)
+            .write_image(&pixels, size.0, size.1, image::ColorType::Rgb8)
+            .map_err(std::io::Error::other)?;
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()
     })
 }
 

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 /// The header line of the CSV file (without the line break), in the order of the fields of
 /// [`StepStats`].
 pub const HEADER: &str = "step,time,bodies,contacts,bilateral_rows,iterations,residual,\
-                          max_penetration,kinetic_energy,collision_s,solve_s";
+                          max_penetration,kinetic_energy,collision_s,assembly_s,solve_s";
 
 /// What happened during one time step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -39,6 +39,9 @@ pub struct StepStats {
     pub kinetic_energy: f64,
     /// Wall-clock time of collision detection, s.
     pub collision_s: f64,
+    /// Wall-clock time of assembly: the factored problem (Jacobians, free velocities) and
+    /// the prepared [`crate::problem::System`], s.
+    pub assembly_s: f64,
     /// Wall-clock time of the solver, s.
     pub solve_s: f64,
 }
@@ -47,7 +50,7 @@ impl StepStats {
     /// The CSV line of these statistics (without the line break), columns as in [`HEADER`].
     pub fn csv_line(&self) -> String {
         format!(
-            "{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
             self.step,
             self.time,
             self.bodies,
@@ -58,6 +61,7 @@ impl StepStats {
             self.max_penetration,
             self.kinetic_energy,
             self.collision_s,
+            self.assembly_s,
             self.solve_s
         )
     }
@@ -126,6 +130,7 @@ mod tests {
             max_penetration: 1.0 / 7.0 * k,
             kinetic_energy: 12345.678901234567 + k,
             collision_s: 2.5e-5,
+            assembly_s: 1.0 / 3.0 + k,
             solve_s: 0.1 + 0.2 + k,
         }
     }
@@ -133,7 +138,7 @@ mod tests {
     /// Parses one CSV line back into statistics.
     fn parse(line: &str) -> StepStats {
         let f: Vec<&str> = line.split(',').collect();
-        assert_eq!(f.len(), 11, "{line}");
+        assert_eq!(f.len(), 12, "{line}");
         let int = |i: usize| f[i].parse::<usize>().unwrap();
         let real = |i: usize| f[i].parse::<f64>().unwrap();
         StepStats {
@@ -147,7 +152,8 @@ mod tests {
             max_penetration: real(7),
             kinetic_energy: real(8),
             collision_s: real(9),
-            solve_s: real(10),
+            assembly_s: real(10),
+            solve_s: real(11),
         }
     }
 
@@ -167,7 +173,7 @@ mod tests {
             lines.next(),
             Some(
                 "step,time,bodies,contacts,bilateral_rows,iterations,residual,max_penetration,\
-                 kinetic_energy,collision_s,solve_s"
+                 kinetic_energy,collision_s,assembly_s,solve_s"
             )
         );
         let back: Vec<StepStats> = lines.map(parse).collect();

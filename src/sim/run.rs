@@ -70,7 +70,9 @@ pub struct Summary {
     pub wall_s: f64,
     /// Time in collision detection, s.
     pub collision_s: f64,
-    /// Time in assembly and solve, s.
+    /// Time in assembly (problem and prepared system), s.
+    pub assembly_s: f64,
+    /// Time in the solver, s.
     pub solve_s: f64,
     /// Time in outputs (CSV, snapshots, VTK), s.
     pub output_s: f64,
@@ -142,6 +144,7 @@ pub fn run(
         summary.max_penetration = summary.max_penetration.max(stats.max_penetration);
         summary.final_kinetic_energy = stats.kinetic_energy;
         summary.collision_s += stats.collision_s;
+        summary.assembly_s += stats.assembly_s;
         summary.solve_s += stats.solve_s;
         if outputs.snapshot_every > 0 && stats.step % outputs.snapshot_every == 0 {
             let poses: Vec<_> = world.bodies.iter().map(|b| b.pose).collect();

@@ -351,9 +351,11 @@ impl World {
         let contacts = self.detect();
         let max_penetration = self.contacts.iter().fold(0.0f64, |m, c| m.max(-c.distance));
         let collision_s = start.elapsed().as_secs_f64();
-        let solve_start = Instant::now();
+        let assembly_start = Instant::now();
         let sp = self.assemble();
         let sys = System::new(&sp.problem)?;
+        let assembly_s = assembly_start.elapsed().as_secs_f64();
+        let solve_start = Instant::now();
         let settings = Settings {
             friction: self.settings.friction_model,
             criterion: self.settings.criterion,
@@ -389,6 +391,7 @@ impl World {
             max_penetration,
             kinetic_energy: self.bodies.iter().map(RigidBody::kinetic_energy).sum(),
             collision_s,
+            assembly_s,
             solve_s,
         };
         Ok((stats, report))

@@ -1,0 +1,240 @@
+//! `signorini bench convergence`: residual against iterations and against wall time of
+//! every requested solver, CPU and GPU, on one step of each benchmark scene (B1–B4 of paper
+//! 004 and balls_in_box, [`scene_cases`]), cold start, CCP model: the study of
+//! `docs/CONVERGENCE.md`, reproducible from the command line.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::problems::scene_cases;
+use super::report::{CONVERGENCE_PLOT_SIZE, Cell, Plot, Section, Table};
+use super::{first_below, solver_runs};
+use crate::error::{Error, Result};
+use crate::problem::System;
+use crate::registry::Device;
+use crate::report::convergence::{Series, write_convergence_plot};
+use crate::solver::{Settings, Status, TraceEntry};
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Solver names or `all` ([`super::solver_runs`]).
+    pub solvers: Vec<String>,
+    /// Bodies per scene ([`scene_cases`]); one set of five problems per size.
+    pub sizes: Vec<usize>,
+    /// Devices to run on.
+    pub devices: Vec<Device>,
+    /// Iteration cap of each solve.
+    pub max_iter: usize,
+    /// Relative natural-map residual at which a solve stops.
+    pub tol: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            solvers: vec!["all".into()],
+            sizes: vec![300],
+            devices: vec![Device::Cpu, Device::Gpu],
+            max_iter: 3000,
+            tol: 1e-6,
+        }
+    }
+}
+
+/// The intermediate threshold of the table (residual 1e-4, as in `docs/CONVERGENCE.md`).
+const MID: f64 = 1e-4;
+
+/// One solve.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Run {
+    /// The problem (scene, bodies, step).
+    pub problem: String,
+    /// Short label of the problem and its size (`B1-300`), the stem of its chart.
+    pub key: String,
+    /// Rows of the problem.
+    pub rows: usize,
+    /// Registry name of the solver.
+    pub solver: String,
+    /// `cpu` or `gpu`.
+    pub device: &'static str,
+    /// How it ended.
+    pub status: Status,
+    /// Iterations run.
+    pub iterations: usize,
+    /// Wall time of the solve, s.
+    pub time_s: f64,
+    /// Smallest residual of the trace.
+    pub best_residual: f64,
+    /// First `(iteration, seconds)` at or below 1e-4.
+    pub to_mid: Option<(usize, f64)>,
+    /// First `(iteration, seconds)` at or below the tolerance.
+    pub to_tol: Option<(usize, f64)>,
+    /// The trace (relative residual per measured iterate).
+    pub trace: Vec<TraceEntry>,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Convergence {
+    /// The tolerance of the solves.
+    pub tol: f64,
+    /// The iteration cap of the solves.
+    pub max_iter: usize,
+    /// The solves, problem by problem.
+    pub runs: Vec<Run>,
+    /// What was skipped and why.
+    pub notes: Vec<String>,
+}
+
+/// Runs the suite; `gpu` says whether GPU runs are possible.
+pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result<Convergence> {
+    if !(config.tol > 0.0 && config.tol.is_finite()) || config.max_iter == 0 {
+        return Err(Error::InvalidSetting {
+            name: "tol",
+            value: format!("{} (iterations {})", config.tol, config.max_iter),
+            message: "a positive finite tolerance and at least one iteration".into(),
+        });
+    }
+    let mut notes = Vec::new();
+    let solver_runs = solver_runs(&config.solvers, &config.devices, gpu, &mut notes)?;
+    let mut runs = Vec::new();
+    for &size in &config.sizes {
+        for case in scene_cases(size) {
+            progress(&format!(
+                "{} {} at {size} bodies: stepping",
+                case.label, case.scene
+            ));
+            let (scene, problem) = case.problem()?;
+            let sys = System::new(&problem)?;
+            let settings = Settings {
+                friction: scene.world.settings.friction_model,
+                tol: config.tol,
+                max_iter: config.max_iter,
+                stall_iterations: config.max_iter,
+                ..Settings::default()
+            };
+            for sr in &solver_runs {
+                progress(&format!("{}: {}", problem.name, sr.solver));
+                let report = sr.solver()?.solve(&sys, &settings)?;
+                let best_residual = report
+                    .trace
+                    .iter()
+                    .map(|t| t.residual)
+                    .fold(f64::INFINITY, f64::min);
+                runs.push(Run {
+                    problem: problem.name.clone(),
+                    key: format!("{}-{size}", case.label),
+                    rows: sys.rows(),
+                    solver: sr.solver.clone(),
+                    device: sr.device,
+                    status: report.status,
+                    iterations: report.iterations,
+                    time_s: report.time_s,
+                    best_residual,
+                    to_mid: first_below(&report.trace, MID),
+                    to_tol: first_below(&report.trace, config.tol),
+                    trace: report.trace,
+                });
+            }
+        }
+    }
+    Ok(Convergence {
+        tol: config.tol,
+        max_iter: config.max_iter,
+        runs,
+        notes,
+    })
+}
+
+impl Convergence {
+    /// The report's section: the table (`convergence.csv`) and one chart per problem
+    /// (`convergence_<key>.png`, written into `dir`).
+    pub fn section(&self, dir: &Path) -> Result<Section> {
+        let tol = format!("{:e}", self.tol);
+        let columns = [
+            "problem",
+            "rows",
+            "solver",
+            "device",
+            "status",
+            "iterations",
+            "time [s]",
+            "best residual",
+            "iterations to 1e-4",
+            "s to 1e-4",
+            &format!("iterations to {tol}"),
+            &format!("s to {tol}"),
+        ];
+        let mut table = Table::new(
+            "convergence",
+            "Solves of one step of each benchmark scene (relative natural-map residual, CCP, \
+             cold start); — where the threshold was not reached.",
+            &columns,
+        );
+        for r in &self.runs {
+            let at = |v: Option<(usize, f64)>| {
+                v.map_or([Cell::Missing, Cell::Missing], |(k, s)| {
+                    [Cell::int(k), Cell::Num(s)]
+                })
+            };
+            let [mid_k, mid_s] = at(r.to_mid);
+            let [tol_k, tol_s] = at(r.to_tol);
+            table.push(vec![
+                Cell::text(&r.problem),
+                Cell::int(r.rows),
+                Cell::text(&r.solver),
+                Cell::text(r.device),
+                Cell::text(r.status.to_string()),
+                Cell::int(r.iterations),
+                Cell::Num(r.time_s),
+                Cell::Num(r.best_residual),
+                mid_k,
+                mid_s,
+                tol_k,
+                tol_s,
+            ]);
+        }
+        let mut plots = Vec::new();
+        let mut keys: Vec<&str> = self.runs.iter().map(|r| r.key.as_str()).collect();
+        keys.dedup();
+        for key in keys {
+            let runs: Vec<&Run> = self.runs.iter().filter(|r| r.key == key).collect();
+            let series: Vec<Series> = runs
+                .iter()
+                .map(|r| Series {
+                    label: &r.solver,
+                    trace: &r.trace,
+                })
+                .collect();
+            let file = format!("convergence_{key}.png");
+            write_convergence_plot(
+                &dir.join(&file),
+                &runs[0].problem,
+                &series,
+                CONVERGENCE_PLOT_SIZE,
+            )?;
+            plots.push(Plot {
+                file,
+                caption: format!(
+                    "{}: residual against iterations (left) and wall time (right)",
+                    runs[0].problem
+                ),
+            });
+        }
+        Ok(Section {
+            heading: "Convergence".into(),
+            text: vec![format!(
+                "Each scene is advanced with PGS (its own solver) to the step shown, then that \
+                 step's problem is solved by every solver from γ = 0 to a relative residual of \
+                 {tol} or {} iterations. GPU solvers iterate in f32 and measure the residual in \
+                 f64 on the CPU every few iterations.",
+                self.max_iter
+            )],
+            tables: vec![table],
+            plots,
+            notes: self.notes.clone(),
+        })
+    }
+}
