@@ -77,7 +77,7 @@ pub struct Row {
     pub contact_iterations_per_s: f64,
     /// Products with `N` per iteration (1 for Jacobi).
     pub products_per_iteration: f64,
-    /// GPU rows: the fewest bytes one iteration moves through device memory.
+    /// GPU rows: the bytes of the storage buffers one iteration's dispatches bind.
     pub bytes_per_iteration: Option<f64>,
     /// GPU rows: `bytes_per_iteration / seconds_per_iteration` over the copy bandwidth.
     pub bandwidth_fraction: Option<f64>,
@@ -351,16 +351,15 @@ impl Throughput {
              first-step problem of a cubic packing of touching spheres (μ = 0.5, CCP model); \
              `solve` rows time the registered solver between its first and last measured \
              iterates (setup, upload and the first readback excluded), `kernels` rows time \
-             the two GPU Jacobi kernels alone, all iterations in one submission. CPU rows are \
-             f64 on rayon, GPU rows f32."
+             the GPU solver's kernels alone, all iterations in one submission (best of three \
+             after a warm-up). CPU rows are f64 on rayon, GPU rows f32."
                 .to_string(),
         ];
         if let Some(bw) = self.bandwidth_bytes_per_s {
             text.push(format!(
                 "Copy-kernel bandwidth measured in the same run: {:.1} GB/s (read + written). \
-                 GB/s counts the fewest bytes a Jacobi iteration must move (each buffer read \
-                 once per kernel, outputs written once; other solvers: that amount per \
-                 product with N, a lower bound).",
+                 GB/s counts the storage buffers one iteration's dispatches bind, each read \
+                 or written once.",
                 bw / 1e9
             ));
         }
