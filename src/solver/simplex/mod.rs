@@ -1,0 +1,231 @@
+//! The pivoting simplex of paper 003 (Tasora, Manconi, Silvestri): exact solutions of the
+//! mixed LCP of bilateral and unilateral rows on the sparse system (3.2), with an
+//! incremental factorization, and Lemke's method as the fallback for the LCPs the paper's
+//! method does not cover.
+//!
+//! - [`kkt`]: the system (3.2) of each problem form (factored `[M Jᵀ; J −E]`, global
+//!   `[H Jᵀ; J −E]`, explicit `N + E`), with the deactivation pivot.
+//! - [`basis`]: its sparse `LDLᵀ` (faer) and the update after each pivot.
+//! - [`pivot`]: the method of §3.1/§3.2 (activation of the first violated row, ratio test
+//!   `Calcola_step_max`, Bland's rule).
+//! - [`lemke`]: complementary pivoting on the dense reduced LCP.
+//!
+//! Which method runs: a factored or global problem, or an explicit `N + E` that is
+//! symmetric, goes to the paper's method (Theorem 2: finite termination for a positive
+//! semidefinite Delassus matrix). An explicit non-symmetric `N`, or an explicit problem on
+//! which the paper's method meets a singular basis or an unbounded edge (an indefinite `N`),
+//! goes to Lemke's method. Coulomb cones are outside both: they are an input error.
+//!
+//! Every returned solution is checked with the merit set before it is called converged: the
+//! stopping criterion of the settings and, for Siconos problems, the Siconos LCP/MLCP error
+//! must be at or below `tol`.
+
+mod basis;
+mod kkt;
+mod lemke;
+mod pivot;
+
+use std::time::Instant;
+
+use nalgebra::DMatrix;
+
+use super::{Report, Settings, Solver, Status, TraceEntry, effective_r, velocity_into};
+use crate::error::{Error, Result};
+use crate::problem::merit;
+use crate::problem::{Cone, System};
+
+/// The pivoting simplex solver (registry name `simplex`). `Settings::max_iter` caps the
+/// number of pivots; `tol` is the acceptance threshold of the final check.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Simplex;
+
+/// Which pivoting method produced a solve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// The method of paper 003 on the sparse system (3.2).
+    Tasora,
+    /// Lemke's complementary pivoting on the dense reduced LCP.
+    Lemke,
+}
+
+/// A simplex solve with its pivoting statistics.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The report (`iterations` = pivots of the method that produced it).
+    pub report: Report,
+    /// The method that produced the report.
+    pub method: Method,
+    /// Pivots of the paper's method (before any fallback).
+    pub tasora_pivots: usize,
+    /// Numeric factorizations of the system (3.2).
+    pub factorizations: usize,
+    /// Pivots of Lemke's method (0 when it did not run).
+    pub lemke_pivots: usize,
+}
+
+impl Solver for Simplex {
+    fn name(&self) -> &'static str {
+        "simplex"
+    }
+
+    fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
+        self.run(sys, settings).map(|o| o.report)
+    }
+}
+
+/// Largest explicit problem (rows) handed to the dense Lemke fallback.
+const LEMKE_MAX_ROWS: usize = 3000;
+
+impl Simplex {
+    /// Solves `sys` and returns the report with the pivot counts. `Err` for invalid settings
+    /// and for Coulomb cones (the method handles bilateral and unilateral rows only).
+    pub fn run(&self, sys: &System, settings: &Settings) -> Result<Outcome> {
+        settings.validate(sys.rows())?;
+        if let Some(k) = sys
+            .cones()
+            .iter()
+            .position(|c| matches!(c, Cone::Coulomb { .. }))
+        {
+            return Err(Error::invalid(
+                format!("cones[{k}]"),
+                "the simplex solves bilateral and unilateral rows only; a Coulomb cone needs \
+                 an interior point or an iterative solver",
+            ));
+        }
+        let start = Instant::now();
+        let r_eff = effective_r(sys, settings);
+        let m = sys.rows();
+        let mut bilateral = vec![false; m];
+        for (k, cone) in sys.cones().iter().enumerate() {
+            if matches!(cone, Cone::Bilateral { .. }) {
+                bilateral[sys.block_range(k)].fill(true);
+            }
+        }
+        let unilateral: Vec<bool> = bilateral.iter().map(|b| !b).collect();
+        let dense = self.explicit_matrix(sys);
+        let eta = vec![1.0; sys.blocks()];
+        let mut trace = Vec::new();
+        let mut record = |iteration: usize, gamma: &[f64], u: &[f64]| {
+            let res = merit::residual(sys, gamma, u, settings.friction, &eta);
+            trace.push(TraceEntry {
+                iteration,
+                residual: settings.criterion.of(&res),
+                natural_map_inf: res.inf,
+                time_s: start.elapsed().as_secs_f64(),
+                products: iteration,
+            });
+        };
+        let symmetric = dense.as_ref().is_none_or(|n| is_symmetric(n));
+        let mut outcome = Outcome {
+            report: finish(
+                sys,
+                settings,
+                start,
+                Status::NumericalError,
+                vec![0.0; m],
+                &r_eff,
+                0,
+            ),
+            method: Method::Tasora,
+            tasora_pivots: 0,
+            factorizations: 0,
+            lemke_pivots: 0,
+        };
+        if symmetric {
+            let kkt = kkt::Kkt::new(sys, &r_eff);
+            let scale = r_eff.iter().fold(f64::MIN_POSITIVE, |a, b| a.max(b.abs()));
+            let run = pivot::run(&kkt, &unilateral, scale, settings.max_iter, &mut record);
+            outcome.tasora_pivots = run.pivots;
+            outcome.factorizations = run.factorizations;
+            let status = match run.end {
+                pivot::End::Solved => Status::Converged,
+                pivot::End::Unbounded => Status::NoSolution,
+                pivot::End::Singular => Status::NumericalError,
+                pivot::End::Cap => Status::MaxIterations,
+            };
+            outcome.report = finish(sys, settings, start, status, run.gamma, &r_eff, run.pivots);
+            if matches!(
+                outcome.report.status,
+                Status::Converged | Status::MaxIterations
+            ) || dense.is_none()
+            {
+                outcome.report.trace = trace;
+                return Ok(outcome);
+            }
+        }
+        let Some(n) = dense else {
+            return Ok(outcome);
+        };
+        let (status, gamma, pivots) = match lemke::solve(&n, &r_eff, &bilateral, settings.max_iter)
+        {
+            lemke::Outcome::Solved(gamma, p) => (Status::Converged, gamma, p),
+            lemke::Outcome::Ray(p) => (Status::NoSolution, vec![0.0; m], p),
+            lemke::Outcome::Failed(p) if p >= settings.max_iter => {
+                (Status::MaxIterations, vec![0.0; m], p)
+            }
+            lemke::Outcome::Failed(p) => (Status::NumericalError, vec![0.0; m], p),
+        };
+        outcome.method = Method::Lemke;
+        outcome.lemke_pivots = pivots;
+        outcome.report = finish(sys, settings, start, status, gamma, &r_eff, pivots);
+        Ok(outcome)
+    }
+
+    /// `N + E` dense, for an explicit (assembled or global) problem small enough for the
+    /// Lemke fallback; `None` for a factored problem.
+    fn explicit_matrix(&self, sys: &System) -> Option<DMatrix<f64>> {
+        if sys.factored().is_some() || sys.rows() > LEMKE_MAX_ROWS {
+            return None;
+        }
+        let mut n = sys.operator().as_matrix()?.to_dense();
+        for (i, e) in sys.compliance().iter().enumerate() {
+            n[(i, i)] += e;
+        }
+        Some(n)
+    }
+}
+
+/// Exactly symmetric up to rounding (relative 1e-12): the condition of the `LDLᵀ` path.
+fn is_symmetric(n: &DMatrix<f64>) -> bool {
+    (n - n.transpose()).amax() <= 1e-12 * n.amax()
+}
+
+/// The report of a pivoting run: a `Converged` status is kept only if the merit set of
+/// `gamma` confirms it (criterion and Siconos error at or below `tol`); otherwise it becomes
+/// `NumericalError`.
+fn finish(
+    sys: &System,
+    settings: &Settings,
+    start: Instant,
+    mut status: Status,
+    gamma: Vec<f64>,
+    r_eff: &[f64],
+    pivots: usize,
+) -> Report {
+    let time_s = start.elapsed().as_secs_f64();
+    let mut u = vec![0.0; sys.rows()];
+    velocity_into(sys, r_eff, &gamma, &mut u);
+    let residual = merit::residual(sys, &gamma, &u, settings.friction, &vec![1.0; sys.blocks()]);
+    let merit = merit::evaluate(sys, &gamma, settings.friction);
+    let value = settings.criterion.of(&residual);
+    let siconos_ok = merit.siconos_error.is_none_or(|e| e <= settings.tol);
+    if status == Status::Converged && !(value <= settings.tol && siconos_ok) {
+        status = Status::NumericalError;
+    }
+    Report {
+        solver: "simplex".into(),
+        status,
+        iterations: pivots,
+        time_s,
+        gamma,
+        residual,
+        merit,
+        trace: vec![TraceEntry {
+            iteration: pivots,
+            residual: value,
+            natural_map_inf: residual.inf,
+            time_s,
+            products: pivots,
+        }],
+    }
+}
