@@ -275,13 +275,16 @@ fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System {
     System::new(&s.world.problem().problem).unwrap()
 }
 
+/// A scene file, its overrides, the step to dump and whether the impulses are unique.
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], usize, bool);
+
 /// Frictionless scene problems: complementarity to rounding, and the simplex agrees with
 /// PGS run to 1e-12 on the velocities (always unique) and on the impulses where `N` is
 /// nonsingular (the pile and box have redundant contacts: there only the velocities and the
 /// objective are unique).
 #[test]
 fn frictionless_scene_problems_agree_with_pgs() {
-    let cases: [(&str, &[(&str, &str)], usize, bool); 3] = [
+    let cases: [Case; 3] = [
         ("sphere_pile.toml", &[("lattice.0.count", "250")], 40, false),
         (
             "balls_in_box.toml",

@@ -69,8 +69,8 @@ impl Kkt {
         let (off, sign, diag) = if let Some(f) = sys.factored() {
             let nb = f.bodies();
             for (b, minv) in f.inv_mass().iter().enumerate() {
-                for c in 0..6 {
-                    t.push((6 * b + c, 6 * b + c, 1.0 / minv[c]));
+                for (c, im) in minv.iter().enumerate() {
+                    t.push((6 * b + c, 6 * b + c, 1.0 / im));
                 }
             }
             let off = 6 * nb;
@@ -118,11 +118,11 @@ impl Kkt {
                 .as_matrix()
                 .expect("an operator is factored, global or explicit");
             let mut diag = comp.to_vec();
-            for l in 0..m {
+            for (l, dl) in diag.iter_mut().enumerate() {
                 let (cols, vals) = a.row(l);
                 for (&j, &v) in cols.iter().zip(vals) {
                     if j == l {
-                        diag[l] += v;
+                        *dl += v;
                     } else {
                         t.push((l, j, v));
                     }

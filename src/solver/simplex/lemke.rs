@@ -1,7 +1,8 @@
 //! Lemke's complementary pivoting method (dense tableau, covering vector `e`): the fallback
 //! for the LCPs and MLCPs outside the class of the method of paper 003 (non-symmetric or
 //! indefinite `N`). Bilateral rows are eliminated first by the Schur complement of their
-//! block; the reduced LCP `w = M z + q ≥ 0 ⊥ z ≥ 0` is then pivoted until the artificial
+//! block (or, when that block is singular, by splitting each free impulse into two
+//! nonnegative ones); the reduced LCP `w = M z + q ≥ 0 ⊥ z ≥ 0` is then pivoted until the artificial
 //! variable leaves the basis (a solution) or the entering column has no positive entry
 //! (ray termination: no solution found; for a copositive-plus `M` there is none).
 
@@ -34,37 +35,81 @@ pub(super) fn solve(n: &DMatrix<f64>, r: &[f64], bilateral: &[bool], cap: usize)
     let rb = DVector::from_iterator(b.len(), b.iter().map(|&i| r[i]));
     let ru = DVector::from_iterator(u.len(), u.iter().map(|&i| r[i]));
     let lu = a.lu();
-    let (m, q) = if b.is_empty() {
-        (bm, ru)
+    let reduced = if b.is_empty() {
+        Some((bm.clone(), ru.clone()))
     } else {
-        let (Some(ainv_c), Some(ainv_rb)) = (lu.solve(&c), lu.solve(&rb)) else {
-            return Outcome::Failed(0);
-        };
-        (bm - &d * ainv_c, ru - &d * ainv_rb)
-    };
-    let (z, pivots) = match lemke(&m, &q, cap) {
-        Ok(v) => v,
-        Err(Stop::Ray(p)) => return Outcome::Ray(p),
-        Err(Stop::Cap(p)) => return Outcome::Failed(p),
+        match (lu.solve(&c), lu.solve(&rb)) {
+            (Some(ainv_c), Some(ainv_rb)) => Some((&bm - &d * ainv_c, &ru - &d * ainv_rb)),
+            _ => None,
+        }
     };
     let mut gamma = vec![0.0; r.len()];
-    for (&i, zi) in u.iter().zip(z.iter()) {
-        gamma[i] = *zi;
-    }
-    if !b.is_empty() {
-        let Some(gb) = lu.solve(&(-(c * z + rb))) else {
-            return Outcome::Failed(pivots);
+    let pivots = if let Some((m, q)) = reduced {
+        let (z, pivots) = match lemke(&m, &q, cap) {
+            Ok(v) => v,
+            Err(stop) => return stop.into(),
         };
-        for (&i, g) in b.iter().zip(gb.iter()) {
-            gamma[i] = *g;
+        for (&i, zi) in u.iter().zip(z.iter()) {
+            gamma[i] = *zi;
         }
-    }
+        if !b.is_empty() {
+            let Some(gb) = lu.solve(&(-(c * z + rb))) else {
+                return Outcome::Failed(pivots);
+            };
+            for (&i, g) in b.iter().zip(gb.iter()) {
+                gamma[i] = *g;
+            }
+        }
+        pivots
+    } else {
+        // A singular bilateral block: each free impulse is split as γ_B = x − y with
+        // x, y ≥ 0 paired with u_B ≥ 0 and −u_B ≥ 0, an LCP of size 2|B| + |U|.
+        let (nb, nu) = (b.len(), u.len());
+        let mut m = DMatrix::zeros(2 * nb + nu, 2 * nb + nu);
+        let mut q = DVector::zeros(2 * nb + nu);
+        let all: Vec<usize> = b.iter().chain(&b).chain(&u).copied().collect();
+        let sign = |i: usize| {
+            if i < nb {
+                1.0
+            } else if i < 2 * nb {
+                -1.0
+            } else {
+                1.0
+            }
+        };
+        for i in 0..all.len() {
+            q[i] = sign(i) * r[all[i]];
+            for j in 0..all.len() {
+                m[(i, j)] = sign(i) * sign(j) * n[(all[i], all[j])];
+            }
+        }
+        let (z, pivots) = match lemke(&m, &q, cap) {
+            Ok(v) => v,
+            Err(stop) => return stop.into(),
+        };
+        for (k, &i) in b.iter().enumerate() {
+            gamma[i] = z[k] - z[nb + k];
+        }
+        for (k, &i) in u.iter().enumerate() {
+            gamma[i] = z[2 * nb + k];
+        }
+        pivots
+    };
     Outcome::Solved(polish(n, r, bilateral, gamma), pivots)
 }
 
 enum Stop {
     Ray(usize),
     Cap(usize),
+}
+
+impl From<Stop> for Outcome {
+    fn from(stop: Stop) -> Self {
+        match stop {
+            Stop::Ray(p) => Outcome::Ray(p),
+            Stop::Cap(p) => Outcome::Failed(p),
+        }
+    }
 }
 
 /// Lemke's method on `w = M z + q`; returns `z` and the pivot count.

@@ -3,12 +3,12 @@
 //! incremental factorization, and Lemke's method as the fallback for the LCPs the paper's
 //! method does not cover.
 //!
-//! - [`kkt`]: the system (3.2) of each problem form (factored `[M Jᵀ; J −E]`, global
+//! - `kkt`: the system (3.2) of each problem form (factored `[M Jᵀ; J −E]`, global
 //!   `[H Jᵀ; J −E]`, explicit `N + E`), with the deactivation pivot.
-//! - [`basis`]: its sparse `LDLᵀ` (faer) and the update after each pivot.
-//! - [`pivot`]: the method of §3.1/§3.2 (activation of the first violated row, ratio test
+//! - `basis`: its sparse `LDLᵀ` (faer) and the update after each pivot.
+//! - `pivot`: the method of §3.1/§3.2 (activation of the first violated row, ratio test
 //!   `Calcola_step_max`, Bland's rule).
-//! - [`lemke`]: complementary pivoting on the dense reduced LCP.
+//! - `lemke`: complementary pivoting on the dense reduced LCP.
 //!
 //! Which method runs: a factored or global problem, or an explicit `N + E` that is
 //! symmetric, goes to the paper's method (Theorem 2: finite termination for a positive
@@ -115,7 +115,7 @@ impl Simplex {
                 products: iteration,
             });
         };
-        let symmetric = dense.as_ref().is_none_or(|n| is_symmetric(n));
+        let symmetric = dense.as_ref().is_none_or(is_symmetric);
         let mut outcome = Outcome {
             report: finish(
                 sys,

@@ -186,8 +186,8 @@ pub(super) fn run(
                 let f = basis.factorizations;
                 return fail(End::Unbounded, p.gamma, pivots, f);
             };
-            for l in 0..m {
-                if active[l] || l == k {
+            for (l, &on) in active.iter().enumerate() {
+                if on || l == k {
                     p.gamma[l] += s * d.gamma[l];
                 }
                 p.u[l] += s * d.u[l];
