@@ -352,6 +352,56 @@ fn frictionless_scene_problems_agree_with_pgs() {
     }
 }
 
+/// `simplex` is reachable from `solve`, `check` and `simulate`: Murty's LCP through the CLI
+/// (Lemke, 26 pivots), a side-by-side check with PGS on `lcp_deudeu`, and 5 steps of the
+/// mass-ratio stack.
+#[test]
+fn cli_solve_check_and_simulate() {
+    let lcp = |f: &str| problems_dir().join("siconos/lcp").join(f);
+    let v = run_cli_json([
+        "solve",
+        lcp("lcp_exp_murty.dat").to_str().unwrap(),
+        "--solver",
+        "simplex",
+        "--tol",
+        "1e-12",
+        "--json",
+    ]);
+    assert_eq!(v["solver"], "simplex");
+    assert_eq!(v["status"], "converged");
+    assert_eq!(v["iterations"], 26);
+    assert_eq!(v["merit"]["siconos_error"], 0.0);
+    let v = run_cli_json([
+        "check",
+        lcp("lcp_deudeu.dat").to_str().unwrap(),
+        "--solvers",
+        "pgs,simplex",
+        "--tol",
+        "1e-12",
+        "--max-iter",
+        "10000",
+        "--json",
+    ]);
+    assert_eq!(v["results"][1]["status"], "converged");
+    assert!(v["max_gamma_difference"].as_f64().unwrap() < 1e-9);
+    let out = fresh_dir("simplex-simulate");
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/mass_ratio_stack.toml");
+    let summary = run_cli_json([
+        "simulate",
+        scene,
+        "--steps",
+        "5",
+        "--solver",
+        "simplex",
+        "--snapshot-every",
+        "0",
+        "--json-summary",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(summary["steps"], 5);
+}
+
 /// Time per solve and pivots against the number of contacts, simplex and PGS (PGS to a
 /// relative residual of 1e-10), on the frictionless sphere pile. Run in release:
 /// `cargo test --release --test simplex -- --ignored --nocapture scaling`.
