@@ -16,7 +16,7 @@ fn all() -> Vec<Box<dyn Solver>> {
         Box::new(GaussSeidel),
         Box::new(Spg::default()),
         Box::new(Apgd),
-        Box::new(crate::solver::Simplex),
+        Box::new(crate::solver::Simplex::default()),
         Box::new(JacobiGpu::default()),
     ]
 }

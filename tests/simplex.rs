@@ -22,7 +22,7 @@ fn exact() -> Settings {
 }
 
 fn run(sys: &System) -> Outcome {
-    Simplex.run(sys, &exact()).unwrap()
+    Simplex::default().run(sys, &exact()).unwrap()
 }
 
 /// Complementarity to rounding: on every unilateral row `γ ≥ 0`, `u ≥ −ε s_i` and
@@ -144,11 +144,9 @@ fn mass_ratio_stack_is_solved_exactly() {
     assert_complementary(&sys, &out.report.gamma, 1e-15);
 }
 
-/// Coulomb cones are outside the method: an error naming the block, not a wrong answer.
-#[test]
-fn coulomb_cones_are_an_input_error() {
+fn sliding_body(m: f64, v_t: [f64; 2]) -> System {
     let p = factored(
-        vec![body(1.0, [0.0, 0.0, -G * H, 0.0, 0.0, 0.0])],
+        vec![body(m, [v_t[0], v_t[1], -G * H, 0.0, 0.0, 0.0])],
         vec![Cone::Coulomb { mu: 0.5 }],
         vec![on_body(
             0,
@@ -159,8 +157,49 @@ fn coulomb_cones_are_an_input_error() {
             ],
         )],
     );
-    let err = Simplex
-        .run(&System::new(&p).unwrap(), &exact())
+    System::new(&p).unwrap()
+}
+
+/// Coulomb cones of the CCP model go through the pyramid: a body sliding along a generator
+/// gets exactly the projection of `−m r` on the cone (`N = I/m`), between two generators
+/// its friction ratio lies in `[μ cos(π/F), μ)`; the Coulomb model is an input error.
+#[test]
+fn pyramid_friction_and_its_error() {
+    let (m, mu, v) = (2.0, 0.5, 1.0);
+    // −m r = (m g h, m v, 0): tangential part along the generator θ = 0.
+    let sys = sliding_body(m, [-v, 0.0]);
+    let out = run(&sys);
+    assert_eq!(out.report.status, Status::Converged);
+    let (pn, pt) = (m * G * H, m * v);
+    let gn = (pn + mu * pt) / (1.0 + mu * mu);
+    let g = &out.report.gamma;
+    assert_close(g[0], gn, 1e-13);
+    assert_close(g[1], mu * gn, 1e-13);
+    assert!(g[2].abs() < 1e-15);
+    for facets in [4, 8, 16] {
+        let phi = std::f64::consts::PI / facets as f64;
+        let sys = sliding_body(m, [-v * phi.cos(), -v * phi.sin()]);
+        let out = Simplex { facets }.run(&sys, &exact()).unwrap();
+        assert_eq!(out.report.status, Status::Converged);
+        let g = &out.report.gamma;
+        let ratio = g[1].hypot(g[2]) / g[0];
+        println!(
+            "{facets} facets: friction ratio {ratio:.6} (μ = {mu}, bound {:.6})",
+            mu * phi.cos()
+        );
+        assert!(
+            ratio >= mu * phi.cos() - 1e-12 && ratio < mu,
+            "{facets}: {ratio}"
+        );
+    }
+    let err = Simplex::default()
+        .run(
+            &sys,
+            &Settings {
+                friction: FrictionModel::Coulomb,
+                ..exact()
+            },
+        )
         .unwrap_err();
     assert!(err.to_string().contains("cones[0]"), "{err}");
 }
@@ -201,7 +240,7 @@ fn siconos_lcp_mlcp_and_gmp_files() {
     for path in ["lcp", "mlcp", "gmp"].iter().flat_map(|s| siconos(s)) {
         let p = io::read(&path, None).unwrap();
         let sys = System::new(&p).unwrap();
-        let out = match Simplex.run(&sys, &exact()) {
+        let out = match Simplex::default().run(&sys, &exact()) {
             Ok(o) => o,
             Err(e) => {
                 assert!(
@@ -350,6 +389,47 @@ fn frictionless_scene_problems_agree_with_pgs() {
             }
         }
     }
+}
+
+/// A frictional balls-in-box problem (μ = 0.3) through 8-facet pyramids: solved exactly,
+/// the impulses lie in the true cones (the pyramid is inscribed), and the optimal objective
+/// of the smaller feasible set is at or above that of the cones (PGS, CCP, to 1e-10), by
+/// less than 5 % of it.
+#[test]
+fn pyramid_on_a_frictional_scene_problem() {
+    let sys = scene_problem("balls_in_box.toml", &[("lattice.0.count", "20")], 30);
+    assert!(
+        sys.cones()
+            .iter()
+            .any(|c| matches!(c, Cone::Coulomb { .. }))
+    );
+    let out = Simplex { facets: 8 }.run(&sys, &exact()).unwrap();
+    let r = &out.report;
+    assert_eq!(r.status, Status::Converged);
+    assert!(
+        r.merit.dual_violation
+            <= 1e-15 * (1.0 + r.gamma.iter().fold(0.0f64, |m, x| m.max(x.abs())))
+    );
+    let pgs = solve(
+        &sys,
+        "pgs",
+        &Settings {
+            tol: 1e-10,
+            max_iter: 100_000,
+            stall_iterations: 100_000,
+            ..Settings::default()
+        },
+    );
+    assert_eq!(pgs.status, Status::Converged);
+    let (a, b) = (r.merit.objective, pgs.merit.objective);
+    println!(
+        "pyramid objective {a:.9e}, cone objective {b:.9e}, {} pivots",
+        out.tasora_pivots
+    );
+    assert!(
+        a >= b - 1e-9 * b.abs() && (a - b).abs() <= 0.05 * b.abs(),
+        "{a} vs {b}"
+    );
 }
 
 /// `simplex` is reachable from `solve`, `check` and `simulate`: Murty's LCP through the CLI

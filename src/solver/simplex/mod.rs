@@ -9,12 +9,16 @@
 //! - `pivot`: the method of §3.1/§3.2 (activation of the first violated row, ratio test
 //!   `Calcola_step_max`, Bland's rule).
 //! - `lemke`: complementary pivoting on the dense reduced LCP.
+//! - `pyramid`: the polyhedral approximation of the Coulomb cone (CCP model).
 //!
 //! Which method runs: a factored or global problem, or an explicit `N + E` that is
 //! symmetric, goes to the paper's method (Theorem 2: finite termination for a positive
 //! semidefinite Delassus matrix). An explicit non-symmetric `N`, or an explicit problem on
 //! which the paper's method meets a singular basis or an unbounded edge (an indefinite `N`),
-//! goes to Lemke's method. Coulomb cones are outside both: they are an input error.
+//! goes to Lemke's method. Coulomb cones under the CCP model are replaced by pyramids of
+//! [`Simplex::facets`] generators (an LCP, solved exactly; the merit set of the report is
+//! that of the true cones, so it shows the approximation error); under the Coulomb (De
+//! Saxcé) model they are an input error.
 //!
 //! Every returned solution is checked with the merit set before it is called converged: the
 //! stopping criterion of the settings and, for Siconos problems, the Siconos LCP/MLCP error
@@ -24,6 +28,7 @@ mod basis;
 mod kkt;
 mod lemke;
 mod pivot;
+mod pyramid;
 
 use std::time::Instant;
 
@@ -32,12 +37,22 @@ use nalgebra::DMatrix;
 use super::{Report, Settings, Solver, Status, TraceEntry, effective_r, velocity_into};
 use crate::error::{Error, Result};
 use crate::problem::merit;
-use crate::problem::{Cone, System};
+use crate::problem::{Cone, FrictionModel, System};
 
 /// The pivoting simplex solver (registry name `simplex`). `Settings::max_iter` caps the
 /// number of pivots; `tol` is the acceptance threshold of the final check.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Simplex;
+#[derive(Debug, Clone, Copy)]
+pub struct Simplex {
+    /// Generators of the pyramid that replaces each Coulomb cone (≥ 3; the friction bound
+    /// is exact along a generator and low by the factor `cos(π/facets)` between two).
+    pub facets: usize,
+}
+
+impl Default for Simplex {
+    fn default() -> Self {
+        Simplex { facets: 8 }
+    }
+}
 
 /// Which pivoting method produced a solve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,22 +93,44 @@ const LEMKE_MAX_ROWS: usize = 3000;
 
 impl Simplex {
     /// Solves `sys` and returns the report with the pivot counts. `Err` for invalid settings
-    /// and for Coulomb cones (the method handles bilateral and unilateral rows only).
+    /// and for Coulomb cones under the Coulomb (De Saxcé) friction model.
     pub fn run(&self, sys: &System, settings: &Settings) -> Result<Outcome> {
         settings.validate(sys.rows())?;
+        let start = Instant::now();
+        let r_eff = effective_r(sys, settings);
+        let ctx = Context {
+            sys,
+            settings,
+            start,
+            r_eff: &r_eff,
+        };
         if let Some(k) = sys
             .cones()
             .iter()
             .position(|c| matches!(c, Cone::Coulomb { .. }))
         {
-            return Err(Error::invalid(
-                format!("cones[{k}]"),
-                "the simplex solves bilateral and unilateral rows only; a Coulomb cone needs \
-                 an interior point or an iterative solver",
-            ));
+            if settings.friction == FrictionModel::Coulomb {
+                return Err(Error::invalid(
+                    format!("cones[{k}]"),
+                    "the simplex solves bilateral and unilateral rows, and Coulomb cones of the \
+                     ccp model through pyramids; the coulomb (De Saxcé) model needs an \
+                     interior point or an iterative solver",
+                ));
+            }
+            let pyramid = pyramid::Pyramid::new(sys, &r_eff, self.facets)?;
+            let inner = Settings {
+                warm_start: None,
+                bias: None,
+                ..settings.clone()
+            };
+            let mut out = self.run(&pyramid.system, &inner)?;
+            let gamma = pyramid.impulses(&out.report.gamma);
+            let (status, pivots) = (out.report.status, out.report.iterations);
+            let mut report = finish(&ctx, status, gamma, pivots, false);
+            report.trace = std::mem::take(&mut out.report.trace);
+            out.report = report;
+            return Ok(out);
         }
-        let start = Instant::now();
-        let r_eff = effective_r(sys, settings);
         let m = sys.rows();
         let mut bilateral = vec![false; m];
         for (k, cone) in sys.cones().iter().enumerate() {
@@ -117,15 +154,7 @@ impl Simplex {
         };
         let symmetric = dense.as_ref().is_none_or(is_symmetric);
         let mut outcome = Outcome {
-            report: finish(
-                sys,
-                settings,
-                start,
-                Status::NumericalError,
-                vec![0.0; m],
-                &r_eff,
-                0,
-            ),
+            report: finish(&ctx, Status::NumericalError, vec![0.0; m], 0, true),
             method: Method::Tasora,
             tasora_pivots: 0,
             factorizations: 0,
@@ -143,7 +172,7 @@ impl Simplex {
                 pivot::End::Singular => Status::NumericalError,
                 pivot::End::Cap => Status::MaxIterations,
             };
-            outcome.report = finish(sys, settings, start, status, run.gamma, &r_eff, run.pivots);
+            outcome.report = finish(&ctx, status, run.gamma, run.pivots, true);
             if matches!(
                 outcome.report.status,
                 Status::Converged | Status::MaxIterations
@@ -167,7 +196,7 @@ impl Simplex {
         };
         outcome.method = Method::Lemke;
         outcome.lemke_pivots = pivots;
-        outcome.report = finish(sys, settings, start, status, gamma, &r_eff, pivots);
+        outcome.report = finish(&ctx, status, gamma, pivots, true);
         Ok(outcome)
     }
 
@@ -190,18 +219,32 @@ fn is_symmetric(n: &DMatrix<f64>) -> bool {
     (n - n.transpose()).amax() <= 1e-12 * n.amax()
 }
 
-/// The report of a pivoting run: a `Converged` status is kept only if the merit set of
-/// `gamma` confirms it (criterion and Siconos error at or below `tol`); otherwise it becomes
-/// `NumericalError`.
-fn finish(
-    sys: &System,
-    settings: &Settings,
+/// What a report is measured against: the problem, the settings, the start of the solve and
+/// the vector `r` of the solve.
+#[derive(Clone, Copy)]
+struct Context<'a> {
+    sys: &'a System,
+    settings: &'a Settings,
     start: Instant,
+    r_eff: &'a [f64],
+}
+
+/// The report of a pivoting run. With `verify`, a `Converged` status is kept only if the
+/// merit set of `gamma` confirms it (criterion and Siconos error at or below `tol`);
+/// otherwise it becomes `NumericalError`. (A pyramid solve is verified on the pyramid LCP.)
+fn finish(
+    ctx: &Context<'_>,
     mut status: Status,
     gamma: Vec<f64>,
-    r_eff: &[f64],
     pivots: usize,
+    verify: bool,
 ) -> Report {
+    let Context {
+        sys,
+        settings,
+        start,
+        r_eff,
+    } = *ctx;
     let time_s = start.elapsed().as_secs_f64();
     let mut u = vec![0.0; sys.rows()];
     velocity_into(sys, r_eff, &gamma, &mut u);
@@ -209,7 +252,7 @@ fn finish(
     let merit = merit::evaluate(sys, &gamma, settings.friction);
     let value = settings.criterion.of(&residual);
     let siconos_ok = merit.siconos_error.is_none_or(|e| e <= settings.tol);
-    if status == Status::Converged && !(value <= settings.tol && siconos_ok) {
+    if verify && status == Status::Converged && !(value <= settings.tol && siconos_ok) {
         status = Status::NumericalError;
     }
     Report {
