@@ -490,9 +490,9 @@ fn cli_solve_check_and_simulate() {
 #[ignore = "a measurement: run in release"]
 fn scaling_with_the_number_of_contacts() {
     println!(
-        "| spheres | rows | active | pivots | factorizations | simplex s | pivots/s | PGS 1e-6 sweeps | PGS 1e-6 s | PGS 1e-8 sweeps | PGS 1e-8 s |"
+        "| spheres | rows | active | pivots | factorizations | nnz(L) | simplex s | pivots/s | PGS 1e-6 sweeps | PGS 1e-6 s | PGS 1e-8 sweeps | PGS 1e-8 s |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for count in [25, 50, 100, 200, 400, 700, 1000] {
         let c = count.to_string();
         let sys = scene_problem("sphere_pile.toml", &[("lattice.0.count", &c)], 60);
@@ -519,11 +519,12 @@ fn scaling_with_the_number_of_contacts() {
         };
         let (p6, p8) = (pgs(1e-6), pgs(1e-8));
         println!(
-            "| {count} | {} | {} | {} | {} | {:.3e} | {:.0} | {} | {:.2e} | {} | {:.2e} |",
+            "| {count} | {} | {} | {} | {} | {} | {:.3e} | {:.0} | {} | {:.2e} | {} | {:.2e} |",
             sys.rows(),
             r.gamma.iter().filter(|g| **g > 0.0).count(),
             out.tasora_pivots,
             out.factorizations,
+            out.factor_entries,
             r.time_s,
             out.tasora_pivots as f64 / r.time_s,
             p6.0,

@@ -49,6 +49,13 @@ pub(super) struct Basis<'a> {
     pub factorizations: usize,
 }
 
+impl Basis<'_> {
+    /// Stored entries of the factor `L`.
+    pub fn factor_entries(&self) -> usize {
+        self.symbolic.len_val()
+    }
+}
+
 impl<'a> Basis<'a> {
     /// Analyses the pattern and factors the system of `active`.
     pub fn new(kkt: &'a Kkt, active: &[bool]) -> Result<Self, Singular> {

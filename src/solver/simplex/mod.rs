@@ -74,6 +74,8 @@ pub struct Outcome {
     pub tasora_pivots: usize,
     /// Numeric factorizations of the system (3.2).
     pub factorizations: usize,
+    /// Stored entries of its factor `L` (the cost of one solve).
+    pub factor_entries: usize,
     /// Pivots of Lemke's method (0 when it did not run).
     pub lemke_pivots: usize,
 }
@@ -158,6 +160,7 @@ impl Simplex {
             method: Method::Tasora,
             tasora_pivots: 0,
             factorizations: 0,
+            factor_entries: 0,
             lemke_pivots: 0,
         };
         if symmetric {
@@ -166,6 +169,7 @@ impl Simplex {
             let run = pivot::run(&kkt, &unilateral, scale, settings.max_iter, &mut record);
             outcome.tasora_pivots = run.pivots;
             outcome.factorizations = run.factorizations;
+            outcome.factor_entries = run.factor_entries;
             let status = match run.end {
                 pivot::End::Solved => Status::Converged,
                 pivot::End::Unbounded => Status::NoSolution,

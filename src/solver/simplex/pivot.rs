@@ -46,6 +46,8 @@ pub(super) struct Run {
     pub gamma: Vec<f64>,
     pub pivots: usize,
     pub factorizations: usize,
+    /// Stored entries of the factor `L` (0 when the analysis failed).
+    pub factor_entries: usize,
 }
 
 /// The iterate `(γ, u)`: velocities and impulses of the current point of the edge.
@@ -146,23 +148,25 @@ pub(super) fn run(
     let mut active: Vec<bool> = unilateral.iter().map(|u| !u).collect();
     let mut pivots = 0;
     let feas_tol = VIOLATION_TOL * scale;
-    let fail = |end, gamma: Vec<f64>, pivots, factorizations| Run {
+    let fail = |end, gamma: Vec<f64>, pivots, factorizations, factor_entries| Run {
         end,
         gamma,
         pivots,
         factorizations,
+        factor_entries,
     };
     let mut basis = match Basis::new(kkt, &active) {
         Ok(b) => b,
-        Err(Singular) => return fail(End::Singular, vec![0.0; m], 0, 0),
+        Err(Singular) => return fail(End::Singular, vec![0.0; m], 0, 0, 0),
     };
+    let factor_entries = basis.factor_entries();
     macro_rules! attempt {
         ($e:expr, $gamma:expr) => {
             match $e {
                 Ok(v) => v,
                 Err(Singular) => {
                     let f = basis.factorizations;
-                    return fail(End::Singular, $gamma, pivots, f);
+                    return fail(End::Singular, $gamma, pivots, f, factor_entries);
                 }
             }
         };
@@ -176,7 +180,7 @@ pub(super) fn run(
         loop {
             if pivots >= cap {
                 let f = basis.factorizations;
-                return fail(End::Cap, p.gamma, pivots, f);
+                return fail(End::Cap, p.gamma, pivots, f, factor_entries);
             }
             let d = attempt!(
                 solve_point(kkt, &mut basis, &active, false, Some((k, 1.0)), false),
@@ -184,7 +188,7 @@ pub(super) fn run(
             );
             let Some((s, j)) = step_max(&p, &d, k, &active, unilateral, feas_tol) else {
                 let f = basis.factorizations;
-                return fail(End::Unbounded, p.gamma, pivots, f);
+                return fail(End::Unbounded, p.gamma, pivots, f, factor_entries);
             };
             for (l, &on) in active.iter().enumerate() {
                 if on || l == k {
@@ -226,5 +230,6 @@ pub(super) fn run(
         gamma: p.gamma,
         pivots,
         factorizations: basis.factorizations,
+        factor_entries,
     }
 }
