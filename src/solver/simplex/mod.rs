@@ -15,7 +15,8 @@
 //! symmetric, goes to the paper's method (Theorem 2: finite termination for a positive
 //! semidefinite Delassus matrix). An explicit non-symmetric `N`, or an explicit problem on
 //! which the paper's method meets a singular basis or an unbounded edge (an indefinite `N`),
-//! goes to Lemke's method. Coulomb cones under the CCP model are replaced by pyramids of
+//! goes to Lemke's method (dense, up to 3000 rows; a larger non-symmetric `N` is reported as
+//! `NumericalError` without a solve). Coulomb cones under the CCP model are replaced by pyramids of
 //! [`Simplex::facets`] generators (an LCP, solved exactly; the merit set of the report is
 //! that of the true cones, so it shows the approximation error); under the Coulomb (De
 //! Saxcé) model they are an input error.
@@ -37,7 +38,7 @@ use nalgebra::DMatrix;
 use super::{Report, Settings, Solver, Status, TraceEntry, effective_r, velocity_into};
 use crate::error::{Error, Result};
 use crate::problem::merit;
-use crate::problem::{Cone, FrictionModel, System};
+use crate::problem::{Cone, CsrMatrix, FrictionModel, System};
 
 /// The pivoting simplex solver (registry name `simplex`). `Settings::max_iter` caps the
 /// number of pivots; `tol` is the acceptance threshold of the final check.
@@ -154,7 +155,9 @@ impl Simplex {
                 products: iteration,
             });
         };
-        let symmetric = dense.as_ref().is_none_or(is_symmetric);
+        let symmetric = sys.factored().is_some()
+            || sys.global().is_some()
+            || sys.operator().as_matrix().is_some_and(is_symmetric);
         let mut outcome = Outcome {
             report: finish(&ctx, Status::NumericalError, vec![0.0; m], 0, true),
             method: Method::Tasora,
@@ -218,9 +221,16 @@ impl Simplex {
     }
 }
 
-/// Exactly symmetric up to rounding (relative 1e-12): the condition of the `LDLᵀ` path.
-fn is_symmetric(n: &DMatrix<f64>) -> bool {
-    (n - n.transpose()).amax() <= 1e-12 * n.amax()
+/// Symmetric up to rounding (relative 1e-12): the condition of the `LDLᵀ` path (the
+/// compliance is diagonal and does not matter).
+fn is_symmetric(n: &CsrMatrix) -> bool {
+    let scale = n.values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    (0..n.nrows).all(|i| {
+        let (cols, vals) = n.row(i);
+        cols.iter()
+            .zip(vals)
+            .all(|(&j, &v)| (v - n.get(j, i)).abs() <= 1e-12 * scale)
+    })
 }
 
 /// What a report is measured against: the problem, the settings, the start of the solve and
