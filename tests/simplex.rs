@@ -144,6 +144,39 @@ fn mass_ratio_stack_is_solved_exactly() {
     assert_complementary(&sys, &out.report.gamma, 1e-15);
 }
 
+/// A joint that drives a body down (bilateral `v_z = −1`) into the ground (unilateral
+/// `v_z ≥ 0`) has no solution: the driven row's edge is an unbounded ray, `NoSolution`. The
+/// pivot cap gives `MaxIterations`.
+#[test]
+fn infeasible_problem_and_pivot_cap() {
+    let mut p = factored(
+        vec![body(1.0, [0.0; 6])],
+        vec![Cone::Bilateral { dim: 1 }, Cone::Unilateral],
+        vec![
+            on_body(0, vec![[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]]),
+            on_body(0, vec![[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]]),
+        ],
+    );
+    if let signorini::problem::Operator::Factored(f) = &mut p.operator {
+        f.b = vec![1.0, 0.0];
+    }
+    let out = run(&System::new(&p).unwrap());
+    assert_eq!(out.report.status, Status::NoSolution);
+    assert_eq!(out.method, Method::Tasora);
+    let sys = scene_problem("sphere_pile.toml", &[("lattice.0.count", "250")], 40);
+    let capped = Simplex::default()
+        .run(
+            &sys,
+            &Settings {
+                max_iter: 10,
+                ..exact()
+            },
+        )
+        .unwrap();
+    assert_eq!(capped.report.status, Status::MaxIterations);
+    assert_eq!(capped.report.iterations, 10);
+}
+
 fn sliding_body(m: f64, v_t: [f64; 2]) -> System {
     let p = factored(
         vec![body(m, [v_t[0], v_t[1], -G * H, 0.0, 0.0, 0.0])],
