@@ -17,6 +17,7 @@ fn all() -> Vec<Box<dyn Solver>> {
         Box::new(GaussSeidel),
         Box::new(Spg::default()),
         Box::new(Apgd),
+        Box::new(crate::solver::Simplex::default()),
         Box::new(JacobiGpu::default()),
         Box::new(SpgGpu::default()),
         Box::new(ApgdGpu::default()),

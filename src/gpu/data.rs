@@ -366,7 +366,7 @@ impl ProblemData {
                 op.bodies(),
             )
         } else {
-            let n = sys.operator().as_assembled().ok_or_else(|| {
+            let n = sys.operator().as_matrix().ok_or_else(|| {
                 Error::Gpu("the GPU solvers need a factored or an assembled operator".into())
             })?;
             (

@@ -42,9 +42,9 @@ pub trait DelassusOperator: Send + Sync {
         None
     }
 
-    /// The explicit matrix `N`, for the kernels that work on it directly (the GPU path);
-    /// `None` for the factored form.
-    fn as_assembled(&self) -> Option<&CsrMatrix> {
+    /// The explicit matrix `N`, for the solvers that work on it directly (interior point,
+    /// simplex, the GPU path); `None` for the factored form.
+    fn as_matrix(&self) -> Option<&CsrMatrix> {
         None
     }
 }
@@ -72,6 +72,8 @@ pub struct FactoredOperator {
     jac_start: Vec<usize>,
     jac: Vec<[f64; 6]>,
     minv_jac: Vec<[f64; 6]>,
+    /// The diagonal of `M⁻¹`, 6 entries per body.
+    inv_mass: Vec<[f64; 6]>,
     /// Block of each row.
     row_block: Vec<usize>,
     /// CSR over bodies of the (block, side) pairs acting on each body, in block order.
@@ -122,6 +124,7 @@ impl FactoredOperator {
             jac_start,
             jac,
             minv_jac,
+            inv_mass,
             row_block,
             scratch: Mutex::new(vec![0.0; 6 * f.bodies.len()]),
             links_ptr,
@@ -138,6 +141,11 @@ impl FactoredOperator {
         let d = self.dim(k);
         let start = self.jac_start[k] + s * d;
         &table[start..start + d]
+    }
+
+    /// The diagonal of `M⁻¹` of each body.
+    pub fn inv_mass(&self) -> &[[f64; 6]] {
+        &self.inv_mass
     }
 
     /// Number of dynamic bodies.
@@ -357,7 +365,7 @@ impl DelassusOperator for AssembledOperator {
 
     fn scatter(&self, _k: usize, _delta: &[f64], _aux: &mut [f64]) {}
 
-    fn as_assembled(&self) -> Option<&CsrMatrix> {
+    fn as_matrix(&self) -> Option<&CsrMatrix> {
         Some(&self.n)
     }
 }

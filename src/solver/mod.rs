@@ -8,6 +8,7 @@ pub(crate) mod progress;
 use progress::Progress;
 pub mod gauss_seidel;
 pub mod jacobi;
+pub mod simplex;
 pub mod spg;
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +20,7 @@ use crate::problem::{Cone, FrictionModel, System};
 pub use apgd::Apgd;
 pub use gauss_seidel::GaussSeidel;
 pub use jacobi::Jacobi;
+pub use simplex::Simplex;
 pub use spg::{Spg, SpgParams};
 
 /// Settings shared by the iterative solvers.
@@ -147,9 +149,12 @@ pub enum Status {
     MaxIterations,
     /// The residual stopped improving; the best iterate is returned.
     Stalled,
-    /// The iterate became non-finite or diverged (see [`DIVERGENCE_FACTOR`]); the best
-    /// iterate is returned.
+    /// The iterate became non-finite or diverged (see [`DIVERGENCE_FACTOR`]), or a pivoting
+    /// method met a singular basis; the best iterate is returned.
     NumericalError,
+    /// A pivoting method ended on an unbounded ray: no solution was found (for a positive
+    /// semidefinite or copositive-plus matrix, the problem has none).
+    NoSolution,
 }
 
 impl std::fmt::Display for Status {
@@ -159,6 +164,7 @@ impl std::fmt::Display for Status {
             Status::MaxIterations => "max_iterations",
             Status::Stalled => "stalled",
             Status::NumericalError => "numerical_error",
+            Status::NoSolution => "no_solution",
         })
     }
 }
