@@ -7,7 +7,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::JacobiGpu;
-use crate::solver::{Apgd, GaussSeidel, Jacobi, Solver, Spg};
+use crate::solver::{Apgd, GaussSeidel, Ip, Jacobi, Solver, Spg};
 
 /// Every registered solver, in the order listed to users.
 fn all() -> Vec<Box<dyn Solver>> {
@@ -16,6 +16,7 @@ fn all() -> Vec<Box<dyn Solver>> {
         Box::new(GaussSeidel),
         Box::new(Spg::default()),
         Box::new(Apgd),
+        Box::new(Ip::default()),
         Box::new(JacobiGpu::default()),
     ]
 }

@@ -41,6 +41,12 @@ pub trait DelassusOperator: Send + Sync {
     fn as_factored(&self) -> Option<&FactoredOperator> {
         None
     }
+
+    /// The explicit matrix `N`, for the solvers that factor it (the interior point); `None`
+    /// for the factored form.
+    fn as_matrix(&self) -> Option<&CsrMatrix> {
+        None
+    }
 }
 
 /// Row offsets of the blocks: block `k` holds rows `offsets[k]..offsets[k + 1]`.
@@ -66,6 +72,8 @@ pub struct FactoredOperator {
     jac_start: Vec<usize>,
     jac: Vec<[f64; 6]>,
     minv_jac: Vec<[f64; 6]>,
+    /// The diagonal of `M⁻¹`, 6 entries per body.
+    inv_mass: Vec<[f64; 6]>,
     /// Block of each row.
     row_block: Vec<usize>,
     /// CSR over bodies of the (block, side) pairs acting on each body, in block order.
@@ -116,6 +124,7 @@ impl FactoredOperator {
             jac_start,
             jac,
             minv_jac,
+            inv_mass,
             row_block,
             scratch: Mutex::new(vec![0.0; 6 * f.bodies.len()]),
             links_ptr,
@@ -132,6 +141,11 @@ impl FactoredOperator {
         let d = self.dim(k);
         let start = self.jac_start[k] + s * d;
         &table[start..start + d]
+    }
+
+    /// The diagonal of `M⁻¹` of each body.
+    pub fn inv_mass(&self) -> &[[f64; 6]] {
+        &self.inv_mass
     }
 
     /// Number of dynamic bodies.
@@ -326,4 +340,8 @@ impl DelassusOperator for AssembledOperator {
     }
 
     fn scatter(&self, _k: usize, _delta: &[f64], _aux: &mut [f64]) {}
+
+    fn as_matrix(&self) -> Option<&CsrMatrix> {
+        Some(&self.n)
+    }
 }

@@ -174,6 +174,16 @@ impl System {
         Some(w.iter().zip(v_free).map(|(a, b)| a + b).collect())
     }
 
+    /// The free velocities of the factored form (6 per body), `None` for the other forms.
+    pub fn v_free(&self) -> Option<&[f64]> {
+        self.v_free.as_deref()
+    }
+
+    /// The data `(H, J, f, b)` of a global problem, `None` for the other forms.
+    pub fn global(&self) -> Option<&Global> {
+        self.global.as_ref().map(|g| &g.data)
+    }
+
     /// For a global problem: `(H, J, f, b)` and the velocities of `gamma`.
     pub(crate) fn global_parts(&self, gamma: &[f64]) -> Option<(&Global, Vec<f64>)> {
         self.global.as_ref().map(|g| (&g.data, g.velocities(gamma)))

@@ -7,6 +7,7 @@ pub(crate) mod progress;
 
 use progress::Progress;
 pub mod gauss_seidel;
+pub mod ip;
 pub mod jacobi;
 pub mod spg;
 
@@ -18,6 +19,7 @@ use crate::problem::{Cone, FrictionModel, System};
 
 pub use apgd::Apgd;
 pub use gauss_seidel::GaussSeidel;
+pub use ip::{Ip, IpParams};
 pub use jacobi::Jacobi;
 pub use spg::{Spg, SpgParams};
 
@@ -150,6 +152,9 @@ pub enum Status {
     /// The iterate became non-finite or diverged (see [`DIVERGENCE_FACTOR`]); the best
     /// iterate is returned.
     NumericalError,
+    /// The solver found a certificate that the problem has no solution (the interior
+    /// point: conflicting rigid constraints, or an assembled QP unbounded below).
+    Infeasible,
 }
 
 impl std::fmt::Display for Status {
@@ -159,6 +164,7 @@ impl std::fmt::Display for Status {
             Status::MaxIterations => "max_iterations",
             Status::Stalled => "stalled",
             Status::NumericalError => "numerical_error",
+            Status::Infeasible => "infeasible",
         })
     }
 }
