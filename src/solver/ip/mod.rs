@@ -216,7 +216,14 @@ impl Ip {
                 > self.params.polish_tol
         {
             let n = polish::delassus_matrix(sys);
-            gamma = polish::polish(sys, &n, &effective_r(sys, settings), gamma);
+            let r = effective_r(sys, settings);
+            let map = polish::NaturalMap {
+                sys,
+                n: &n,
+                r: &r,
+                friction: FrictionModel::Ccp,
+            };
+            gamma = polish::polish(&map, gamma);
             u = progress::biased_velocity(sys, settings, &gamma);
             let res = merit::residual(sys, &gamma, &u, FrictionModel::Ccp, &eta);
             if status != Status::Converged && res.relative <= self.params.polish_tol {
@@ -244,7 +251,7 @@ impl Solver for Ip {
     fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
         self.check()?;
-        Ok(coulomb::solve(self.name(), sys, settings, |s| {
+        let mut report = coulomb::solve(self.name(), sys, settings, |s| {
             self.solve_ccp(sys, s).unwrap_or_else(|e| {
                 // A failed factorization ends this solve as a numerical error (faer's
                 // dynamic regularization makes it unexpected).
@@ -263,6 +270,34 @@ impl Solver for Ip {
                     trace: Vec::new(),
                 }
             })
-        }))
+        });
+        if settings.friction == FrictionModel::Coulomb
+            && self.params.polish
+            && report.residual.relative > self.params.polish_tol
+        {
+            // The outer fixed point converges linearly: finish with Newton on the Coulomb
+            // natural map.
+            let n = polish::delassus_matrix(sys);
+            let r = effective_r(sys, settings);
+            let map = polish::NaturalMap {
+                sys,
+                n: &n,
+                r: &r,
+                friction: FrictionModel::Coulomb,
+            };
+            let gamma = polish::polish(&map, report.gamma.clone());
+            let u = progress::biased_velocity(sys, settings, &gamma);
+            let eta = vec![1.0; sys.blocks()];
+            let res = merit::residual(sys, &gamma, &u, FrictionModel::Coulomb, &eta);
+            if res.relative < report.residual.relative {
+                if settings.criterion.of(&res) <= settings.tol {
+                    report.status = Status::Converged;
+                }
+                report.merit = merit::evaluate(sys, &gamma, FrictionModel::Coulomb);
+                report.residual = res;
+                report.gamma = gamma;
+            }
+        }
+        Ok(report)
     }
 }

@@ -146,7 +146,8 @@ impl Standard {
                     if j == usize::MAX {
                         continue;
                     }
-                    // The symmetric part: N may carry rounding asymmetry (FCLIB/LMGC).
+                    // The symmetric part: Siconos' W carry asymmetries up to 1e-4 relative
+                    // (Capsules); the polish ([`super::polish`]) solves with N itself.
                     let mirror = nmat.get(c, r);
                     if i == j {
                         qz.push((i, i, v));
