@@ -36,10 +36,6 @@ fn norm_inf(v: &[f64]) -> f64 {
     v.iter().fold(0.0, |m, x| m.max(x.abs()))
 }
 
-fn norm2(v: &[f64]) -> f64 {
-    v.iter().map(|x| x * x).sum::<f64>().sqrt()
-}
-
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -99,8 +95,8 @@ fn residuals(std: &Standard, it: &Iterate, r_d: &mut [f64], r_p: &mut [f64]) -> 
         .map(|b| dot(&it.s[b.rows()], &it.z[b.rows()]).abs())
         .fold(0.0, f64::max);
     Measures {
-        primal: norm2(r_p) / (m.max(1) as f64 * scale_s.max(1.0)),
-        dual: norm2(r_d) / (n.max(1) as f64 * scale_d),
+        primal: norm_inf(r_p) / scale_s.max(1.0),
+        dual: norm_inf(r_d) / scale_d,
         mu: if mu <= 1e-300 {
             0.0
         } else {

@@ -8,11 +8,15 @@
 //! global forms keep the velocities as unknowns (`H` = the mass matrix or the global `H`),
 //! the assembled form is solved in the impulses with `N + E` as the Hessian.
 //!
-//! Termination (the thesis' three measures, made scale-free so that mass ratios of 1e12 do
-//! not defeat an absolute test):
-//! - primal: `‖r_p‖₂ / (m · max(1, ‖Ax‖∞, ‖Qz‖∞, ‖b‖∞, ‖s‖∞)) ≤ tol_primal`,
-//! - dual: `‖r_d‖₂ / (n · max(1, ‖Px‖∞, ‖q‖∞, ‖Aᵀz‖∞)) ≤ tol_dual`,
-//! - complementarity: `μ / (‖s‖-scale · ‖z‖∞) ≤ tol_mu`, `μ = sᵀz / ν`.
+//! Termination: the thesis' three measures (`‖r_p‖/m`, `‖r_d‖/n`, `μ`), made scale-free so
+//! that mass ratios of 1e12 do not defeat an absolute test, and size-free so that one bad
+//! row or cone cannot hide behind the others:
+//! - primal: `‖r_p‖∞ / max(1, ‖Ax‖∞, ‖Qz‖∞, ‖b‖∞, ‖s‖∞) ≤ tol_primal`,
+//! - dual: `‖r_d‖∞ / max(1, ‖Px‖∞, ‖q‖∞, ‖Aᵀz‖∞) ≤ tol_dual`,
+//! - complementarity: `maxₖ |sₖᵀzₖ| / (‖s‖-scale · ‖z‖∞) ≤ tol_mu` (the largest product
+//!   of a cone in place of the mean `μ = sᵀz/ν`).
+//!
+//! The answer is then polished by semismooth Newton on the natural map ([`polish`]).
 
 mod cones;
 mod kkt;
@@ -30,6 +34,9 @@ use crate::problem::merit;
 use crate::problem::{FrictionModel, System};
 use mehrotra::Iterate;
 use standard::Standard;
+
+/// The relative Coulomb residual at which the outer fixed point hands over to the polish.
+const COULOMB_SWITCH: f64 = 1e-6;
 
 /// The starting point rule when no warm start is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -99,9 +106,9 @@ pub struct IpParams {
 impl Default for IpParams {
     fn default() -> Self {
         IpParams {
-            tol_primal: 1e-10,
-            tol_dual: 1e-10,
-            tol_mu: 1e-9,
+            tol_primal: 1e-13,
+            tol_dual: 1e-13,
+            tol_mu: 1e-13,
             start: StartingPoint::default(),
             warm_start: WarmStart::default(),
             warm_margin: 1e-2,
@@ -251,16 +258,15 @@ impl Solver for Ip {
     fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
         self.check()?;
-        let mut report = coulomb::solve(self.name(), sys, settings, |s| {
+        let inner = |s: &Settings| {
             self.solve_ccp(sys, s).unwrap_or_else(|e| {
                 // A failed factorization ends this solve as a numerical error (faer's
                 // dynamic regularization makes it unexpected).
                 let gamma = progress::initial_iterate(sys, s);
                 let u = progress::biased_velocity(sys, s, &gamma);
                 let eta = vec![1.0; sys.blocks()];
-                eprintln!("ip: {e}");
                 Report {
-                    solver: self.name().to_string(),
+                    solver: format!("{}: {e}", self.name()),
                     status: Status::NumericalError,
                     iterations: 0,
                     time_s: 0.0,
@@ -270,34 +276,70 @@ impl Solver for Ip {
                     trace: Vec::new(),
                 }
             })
-        });
-        if settings.friction == FrictionModel::Coulomb
-            && self.params.polish
-            && report.residual.relative > self.params.polish_tol
-        {
-            // The outer fixed point converges linearly: finish with Newton on the Coulomb
-            // natural map.
-            let n = polish::delassus_matrix(sys);
-            let r = effective_r(sys, settings);
-            let map = polish::NaturalMap {
-                sys,
-                n: &n,
-                r: &r,
-                friction: FrictionModel::Coulomb,
-            };
+        };
+        if settings.friction != FrictionModel::Coulomb || !self.params.polish {
+            return Ok(coulomb::solve(self.name(), sys, settings, inner));
+        }
+        // The outer fixed point converges linearly: run it to `COULOMB_SWITCH`, finish with
+        // Newton on the Coulomb natural map; if that falls short, once more from there.
+        let n = polish::delassus_matrix(sys);
+        let r = effective_r(sys, settings);
+        let map = polish::NaturalMap {
+            sys,
+            n: &n,
+            r: &r,
+            friction: FrictionModel::Coulomb,
+        };
+        let eta = vec![1.0; sys.blocks()];
+        let start = Instant::now();
+        let mut phase = Settings {
+            tol: settings.tol.max(COULOMB_SWITCH),
+            ..settings.clone()
+        };
+        let mut total: Option<Report> = None;
+        for round in 0..2 {
+            let mut report = coulomb::solve(self.name(), sys, &phase, inner);
             let gamma = polish::polish(&map, report.gamma.clone());
             let u = progress::biased_velocity(sys, settings, &gamma);
-            let eta = vec![1.0; sys.blocks()];
             let res = merit::residual(sys, &gamma, &u, FrictionModel::Coulomb, &eta);
             if res.relative < report.residual.relative {
-                if settings.criterion.of(&res) <= settings.tol {
-                    report.status = Status::Converged;
-                }
                 report.merit = merit::evaluate(sys, &gamma, FrictionModel::Coulomb);
                 report.residual = res;
                 report.gamma = gamma;
             }
+            let done = settings.criterion.of(&report.residual) <= settings.tol;
+            report.status = if done {
+                Status::Converged
+            } else if report.status == Status::Converged {
+                Status::Stalled
+            } else {
+                report.status
+            };
+            if let Some(prev) = total {
+                let (t0, k0) = (prev.time_s, prev.iterations);
+                let mut trace = prev.trace;
+                trace.extend(report.trace.iter().map(|t| TraceEntry {
+                    iteration: t.iteration + k0,
+                    time_s: t.time_s + t0,
+                    ..*t
+                }));
+                report.trace = trace;
+                report.iterations += k0;
+            }
+            report.time_s = start.elapsed().as_secs_f64();
+            let used = report.iterations;
+            let stop = done || round == 1 || used >= settings.max_iter;
+            phase = Settings {
+                tol: settings.tol,
+                max_iter: settings.max_iter.saturating_sub(used),
+                warm_start: Some(report.gamma.clone()),
+                ..settings.clone()
+            };
+            total = Some(report);
+            if stop {
+                break;
+            }
         }
-        Ok(report)
+        Ok(total.expect("at least one round"))
     }
 }
