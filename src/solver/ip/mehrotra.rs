@@ -25,10 +25,18 @@ pub(crate) struct Measures {
 }
 
 impl Measures {
+    /// The largest measure relative to its tolerance; NaN when any measure is NaN.
     fn worst(&self, p: &IpParams) -> f64 {
-        (self.primal / p.tol_primal)
-            .max(self.dual / p.tol_dual)
-            .max(self.mu / p.tol_mu)
+        let r = [
+            self.primal / p.tol_primal,
+            self.dual / p.tol_dual,
+            self.mu / p.tol_mu,
+        ];
+        if r.iter().any(|v| v.is_nan()) {
+            f64::NAN
+        } else {
+            r.into_iter().fold(0.0, f64::max)
+        }
     }
 }
 
@@ -450,6 +458,12 @@ pub(crate) fn iterate(
         // Corrector with centering σμ and the second-order term, same factorization.
         complementarity_rhs(&std.blocks, &scalings, Some(&aff), sigma * mu, &mut r_c);
         newton.solve(kkt, &r_c, &mut dir);
+        if [&dir.x, &dir.z, &dir.s]
+            .iter()
+            .any(|v| v.iter().any(|x| !x.is_finite()))
+        {
+            break Status::NumericalError;
+        }
         // η adaptivity (thesis §4.12): η → 1 as the complementarity measure vanishes.
         let eta = (0.9 + 0.1 * (-meas.mu * nu as f64).exp()).min(params.eta_max);
         let alpha = (eta * step_to_boundary(&std.blocks, &it, &dir)).min(1.0);
