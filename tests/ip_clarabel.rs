@@ -289,7 +289,11 @@ fn rel_diff(a: &[f64], b: &[f64]) -> f64 {
 /// Solves `p` (any form) with the interior point and compares with Clarabel on `global`.
 fn check_against(p: &Problem, global: &Problem, reference: &(f64, Vec<f64>, Vec<f64>), what: &str) {
     let sys = System::new(p).unwrap();
-    let report = Ip::default().solve(&sys, &Settings::default()).unwrap();
+    let settings = Settings {
+        tol: 1e-14,
+        ..Settings::default()
+    };
+    let report = Ip::default().solve(&sys, &settings).unwrap();
     assert_eq!(report.status, Status::Converged, "{what}: {report:?}");
     let gsys = System::new(global).unwrap();
     let v = gsys.velocities(&report.gamma).unwrap();

@@ -28,7 +28,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Report, Settings, Solver, Status, TraceEntry, coulomb, effective_r, progress};
+use super::{
+    Report, Settings, Solver, Status, TraceEntry, block_steps, coulomb, effective_r, progress,
+};
 use crate::error::{Error, Result};
 use crate::problem::merit;
 use crate::problem::{FrictionModel, System};
@@ -96,28 +98,25 @@ pub struct IpParams {
     /// Iteration cap of one interior-point solve (the settings' `max_iter` caps the total).
     pub max_iter: usize,
     /// Polish the answer with semismooth Newton steps on the natural map ([`polish`]) when
-    /// its relative residual is above `polish_tol`.
+    /// it misses the settings' tolerance (`Settings::tol` on `Settings::criterion`); a
+    /// polished answer that meets it counts as converged.
     pub polish: bool,
-    /// The relative natural-map residual below which no polishing is done, and which a
-    /// polished answer must reach to count as converged when the interior point stalled.
-    pub polish_tol: f64,
 }
 
 impl Default for IpParams {
     fn default() -> Self {
         IpParams {
-            tol_primal: 1e-13,
-            tol_dual: 1e-13,
-            tol_mu: 1e-13,
+            tol_primal: 1e-10,
+            tol_dual: 1e-10,
+            tol_mu: 1e-9,
             start: StartingPoint::default(),
             warm_start: WarmStart::default(),
             warm_margin: 1e-2,
             eta_max: 0.995,
             min_step: 1e-8,
-            stall_iterations: 15,
+            stall_iterations: 5,
             max_iter: 200,
             polish: true,
-            polish_tol: 1e-13,
         }
     }
 }
@@ -164,9 +163,6 @@ impl Ip {
         if !(p.warm_margin > 0.0 && p.warm_margin.is_finite()) {
             return bad("ip.warm_margin", p.warm_margin, "must be finite and > 0");
         }
-        if !(p.polish_tol >= 0.0 && p.polish_tol.is_finite()) {
-            return bad("ip.polish_tol", p.polish_tol, "must be finite and ≥ 0");
-        }
         if !(p.min_step >= 0.0 && p.min_step < 1.0) {
             return bad("ip.min_step", p.min_step, "must lie in [0, 1)");
         }
@@ -200,7 +196,7 @@ impl Ip {
             }
         };
         let it = mehrotra::starting_point(&std, &mut kkt, &self.params, warm.as_ref())?;
-        let eta = vec![1.0; sys.blocks()];
+        let eta = block_steps(sys, settings.block_step);
         let mut trace = Vec::new();
         let max_iter = self.params.max_iter.min(settings.max_iter);
         let outcome = mehrotra::iterate(&std, &mut kkt, &self.params, max_iter, it, |k, it, _| {
@@ -218,10 +214,8 @@ impl Ip {
         let mut gamma = std.gamma(&outcome.iterate.z, sys.rows());
         let mut u = progress::biased_velocity(sys, settings, &gamma);
         let mut status = outcome.status;
-        if self.params.polish
-            && merit::residual(sys, &gamma, &u, FrictionModel::Ccp, &eta).relative
-                > self.params.polish_tol
-        {
+        let mut res = merit::residual(sys, &gamma, &u, FrictionModel::Ccp, &eta);
+        if self.params.polish && settings.criterion.of(&res) > settings.tol {
             let n = polish::delassus_matrix(sys);
             let r = effective_r(sys, settings);
             let map = polish::NaturalMap {
@@ -232,17 +226,21 @@ impl Ip {
             };
             gamma = polish::polish(&map, gamma);
             u = progress::biased_velocity(sys, settings, &gamma);
-            let res = merit::residual(sys, &gamma, &u, FrictionModel::Ccp, &eta);
-            if status != Status::Converged && res.relative <= self.params.polish_tol {
-                status = Status::Converged;
-            }
+            res = merit::residual(sys, &gamma, &u, FrictionModel::Ccp, &eta);
+        }
+        // An answer that meets the settings' tolerance has converged, whatever the interior
+        // point's own measures say (they may stall at rounding level on exact answers).
+        if matches!(status, Status::Stalled | Status::MaxIterations)
+            && settings.criterion.of(&res) <= settings.tol
+        {
+            status = Status::Converged;
         }
         Ok(Report {
             solver: self.name().to_string(),
             status,
             iterations: outcome.iterations,
             time_s: start.elapsed().as_secs_f64(),
-            residual: merit::residual(sys, &gamma, &u, settings.friction, &eta),
+            residual: res,
             merit: merit::evaluate(sys, &gamma, settings.friction),
             gamma,
             trace,
@@ -282,15 +280,9 @@ impl Solver for Ip {
         }
         // The outer fixed point converges linearly: run it to `COULOMB_SWITCH`, finish with
         // Newton on the Coulomb natural map; if that falls short, once more from there.
-        let n = polish::delassus_matrix(sys);
+        let eta = block_steps(sys, settings.block_step);
         let r = effective_r(sys, settings);
-        let map = polish::NaturalMap {
-            sys,
-            n: &n,
-            r: &r,
-            friction: FrictionModel::Coulomb,
-        };
-        let eta = vec![1.0; sys.blocks()];
+        let mut n = None;
         let start = Instant::now();
         let mut phase = Settings {
             tol: settings.tol.max(COULOMB_SWITCH),
@@ -299,13 +291,21 @@ impl Solver for Ip {
         let mut total: Option<Report> = None;
         for round in 0..2 {
             let mut report = coulomb::solve(self.name(), sys, &phase, inner);
-            let gamma = polish::polish(&map, report.gamma.clone());
-            let u = progress::biased_velocity(sys, settings, &gamma);
-            let res = merit::residual(sys, &gamma, &u, FrictionModel::Coulomb, &eta);
-            if res.relative < report.residual.relative {
-                report.merit = merit::evaluate(sys, &gamma, FrictionModel::Coulomb);
-                report.residual = res;
-                report.gamma = gamma;
+            if settings.criterion.of(&report.residual) > settings.tol {
+                let map = polish::NaturalMap {
+                    sys,
+                    n: n.get_or_insert_with(|| polish::delassus_matrix(sys)),
+                    r: &r,
+                    friction: FrictionModel::Coulomb,
+                };
+                let gamma = polish::polish(&map, report.gamma.clone());
+                let u = progress::biased_velocity(sys, settings, &gamma);
+                let res = merit::residual(sys, &gamma, &u, FrictionModel::Coulomb, &eta);
+                if settings.criterion.of(&res) < settings.criterion.of(&report.residual) {
+                    report.merit = merit::evaluate(sys, &gamma, FrictionModel::Coulomb);
+                    report.residual = res;
+                    report.gamma = gamma;
+                }
             }
             let done = settings.criterion.of(&report.residual) <= settings.tol;
             report.status = if done {

@@ -19,7 +19,7 @@ use crate::problem::{Cone, CsrMatrix, FrictionModel, System};
 /// Regularizations of the Newton matrix (`+ ρ I`, Levenberg–Marquardt style) tried in turn
 /// until a step reduces `‖F‖`, relative to the largest diagonal entry of `N`: redundant
 /// contacts make `N`, and the Newton matrix, singular.
-const REGULARIZATION: [f64; 7] = [1e-12, 1e-9, 1e-6, 1e-4, 1e-2, 1.0, 1e2];
+const REGULARIZATION: [f64; 5] = [1e-12, 1e-8, 1e-4, 1.0, 1e2];
 /// Newton steps at most.
 const MAX_STEPS: usize = 12;
 
