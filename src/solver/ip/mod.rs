@@ -39,6 +39,9 @@ use standard::Standard;
 
 /// The relative Coulomb residual at which the outer fixed point hands over to the polish.
 const COULOMB_SWITCH: f64 = 1e-6;
+/// The interior point's tolerances in the second round of the Coulomb fixed point, when the
+/// polish of the first fell short (Siconos' Confeti and Capsules problems).
+const TIGHT_TOL: f64 = 1e-13;
 
 /// The starting point rule when no warm start is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -170,11 +173,11 @@ impl Ip {
     }
 
     /// The CCP solve (the QP), with `settings.bias` added to `r`.
-    fn solve_ccp(&self, sys: &System, settings: &Settings) -> Result<Report> {
+    fn solve_ccp(&self, sys: &System, settings: &Settings, params: &IpParams) -> Result<Report> {
         let start = Instant::now();
         let std = Standard::new(sys, settings.bias.as_deref());
         let mut kkt = kkt::Kkt::new(&std, &self.cache)?;
-        let warm = match (self.params.warm_start, &settings.warm_start) {
+        let warm = match (params.warm_start, &settings.warm_start) {
             (WarmStart::None, _) | (_, None) => None,
             (mode, Some(_)) => {
                 let gamma = progress::initial_iterate(sys, settings);
@@ -195,11 +198,11 @@ impl Ip {
                 })
             }
         };
-        let it = mehrotra::starting_point(&std, &mut kkt, &self.params, warm.as_ref())?;
+        let it = mehrotra::starting_point(&std, &mut kkt, params, warm.as_ref())?;
         let eta = block_steps(sys, settings.block_step);
         let mut trace = Vec::new();
-        let max_iter = self.params.max_iter.min(settings.max_iter);
-        let outcome = mehrotra::iterate(&std, &mut kkt, &self.params, max_iter, it, |k, it, _| {
+        let max_iter = params.max_iter.min(settings.max_iter);
+        let outcome = mehrotra::iterate(&std, &mut kkt, params, max_iter, it, |k, it, _| {
             let gamma = std.gamma(&it.z, sys.rows());
             let u = progress::biased_velocity(sys, settings, &gamma);
             let res = merit::residual(sys, &gamma, &u, settings.friction, &eta);
@@ -215,7 +218,7 @@ impl Ip {
         let mut u = progress::biased_velocity(sys, settings, &gamma);
         let mut status = outcome.status;
         let mut res = merit::residual(sys, &gamma, &u, FrictionModel::Ccp, &eta);
-        if self.params.polish && settings.criterion.of(&res) > settings.tol {
+        if params.polish && settings.criterion.of(&res) > settings.tol {
             let n = polish::delassus_matrix(sys);
             let r = effective_r(sys, settings);
             let map = polish::NaturalMap {
@@ -256,8 +259,15 @@ impl Solver for Ip {
     fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
         self.check()?;
-        let inner = |s: &Settings| {
-            self.solve_ccp(sys, s).unwrap_or_else(|e| {
+        // The second Coulomb round (below) solves its inner problems to rounding level.
+        let tight = IpParams {
+            tol_primal: TIGHT_TOL,
+            tol_dual: TIGHT_TOL,
+            tol_mu: TIGHT_TOL,
+            ..self.params
+        };
+        let inner = |s: &Settings, params: &IpParams| {
+            self.solve_ccp(sys, s, params).unwrap_or_else(|e| {
                 // A failed factorization ends this solve as a numerical error (faer's
                 // dynamic regularization makes it unexpected).
                 let gamma = progress::initial_iterate(sys, s);
@@ -276,7 +286,9 @@ impl Solver for Ip {
             })
         };
         if settings.friction != FrictionModel::Coulomb || !self.params.polish {
-            return Ok(coulomb::solve(self.name(), sys, settings, inner));
+            return Ok(coulomb::solve(self.name(), sys, settings, |s| {
+                inner(s, &self.params)
+            }));
         }
         // The outer fixed point converges linearly: run it to `COULOMB_SWITCH`, finish with
         // Newton on the Coulomb natural map; if that falls short, once more from there.
@@ -290,7 +302,8 @@ impl Solver for Ip {
         };
         let mut total: Option<Report> = None;
         for round in 0..2 {
-            let mut report = coulomb::solve(self.name(), sys, &phase, inner);
+            let params = if round == 0 { &self.params } else { &tight };
+            let mut report = coulomb::solve(self.name(), sys, &phase, |s| inner(s, params));
             if settings.criterion.of(&report.residual) > settings.tol {
                 let map = polish::NaturalMap {
                     sys,
