@@ -14,6 +14,9 @@ use signorini::sim::scene;
 use signorini::solver::ip::WarmStart;
 use signorini::solver::{Ip, IpParams, Status};
 
+/// `--set` overrides of a scene.
+type Sets = Vec<(String, String)>;
+
 /// Per-step IP iterations and times of `steps` steps of a scene.
 struct Run {
     iterations: Vec<usize>,
@@ -97,7 +100,7 @@ fn main() {
         }
         _ => {
             let steps: usize = args.get(1).map_or(50, |s| s.parse().unwrap());
-            let scenes: Vec<(&str, &str, Vec<(String, String)>)> = vec![
+            let scenes: Vec<(&str, &str, Sets)> = vec![
                 ("single_ball", "scenes/single_ball.toml", vec![]),
                 ("single_brick", "scenes/single_brick.toml", vec![]),
                 (

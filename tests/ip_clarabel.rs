@@ -210,9 +210,9 @@ fn clarabel(p: &Problem) -> (f64, Vec<f64>, Vec<f64>) {
         }
     }
     let mut at = Vec::new();
-    for i in 0..g.j.nrows {
+    for (i, si) in scale.iter().enumerate() {
         let (cols, vals) = g.j.row(i);
-        at.extend(cols.iter().zip(vals).map(|(&c, &v)| (i, c, -scale[i] * v)));
+        at.extend(cols.iter().zip(vals).map(|(&c, &v)| (i, c, -si * v)));
     }
     let a = CsrMatrix::from_triplets(g.j.nrows, n, &at).unwrap();
     let b: Vec<f64> = g.b.iter().zip(&scale).map(|(b, s)| b * s).collect();

@@ -155,8 +155,8 @@ impl Newton<'_> {
     fn solve(&self, kkt: &mut Kkt, r_c: &[f64], d: &mut Iterate) {
         let (n, m) = (self.std.n, self.std.m);
         let mut rhs = vec![0.0; n + m];
-        for j in 0..n {
-            rhs[j] = -self.r_d[j];
+        for (r, d) in rhs.iter_mut().zip(self.r_d) {
+            *r = -d;
         }
         // w = G (λ \ r_c) per cone block; the second block row is r_p − w.
         let mut w = vec![0.0; m];
@@ -205,6 +205,9 @@ pub(crate) struct Outcome {
     pub iterate: Iterate,
 }
 
+/// A function applied to `(kind, s, z)` of every cone block.
+type BlockFn<'a> = dyn Fn(Kind, &mut [f64], &mut [f64]) + 'a;
+
 /// The starting point of `params.start` (paper 000 eqs. 21–22, thesis eq. 4.23 and
 /// §4.14.4); `warm` replaces parts of it (thesis §4.6).
 pub(crate) fn starting_point(
@@ -221,7 +224,7 @@ pub(crate) fn starting_point(
         z: vec![0.0; m],
         s: vec![0.0; m],
     };
-    let cone_rows = |it: &mut Iterate, f: &dyn Fn(Kind, &mut [f64], &mut [f64])| {
+    let cone_rows = |it: &mut Iterate, f: &BlockFn<'_>| {
         for b in &std.blocks {
             let r = b.rows();
             f(b.kind, &mut it.s[r.clone()], &mut it.z[r]);
@@ -232,8 +235,8 @@ pub(crate) fn starting_point(
             // min ½xᵀPx + qᵀx + ½‖s‖² s.t. Ax + Qz + b = s with s = −z (G = I), then both
             // pushed into their cones with a unit margin.
             let mut rhs = vec![0.0; n + m];
-            for j in 0..n {
-                rhs[j] = -std.q[j];
+            for (r, q) in rhs.iter_mut().zip(&std.q) {
+                *r = -q;
             }
             rhs[n..].copy_from_slice(&std.b);
             kkt.solve(&mut rhs);

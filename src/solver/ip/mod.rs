@@ -2,9 +2,9 @@
 //! predictor–corrector on the augmented system (thesis eq. 4.28) factored once per iteration
 //! with faer's sparse LDLᵀ, Nesterov–Todd scaling for the Coulomb cones (thesis §4.14), and
 //! the Coulomb friction model through the outer fixed point on `s = μ‖u_t‖`
-//! ([`super::coulomb`]).
+//! (`solver::coulomb`).
 //!
-//! Every problem form is first brought to one standard form ([`standard`]): the factored and
+//! Every problem form is first brought to one standard form (module `standard`): the factored and
 //! global forms keep the velocities as unknowns (`H` = the mass matrix or the global `H`),
 //! the assembled form is solved in the impulses with `N + E` as the Hessian.
 //!
@@ -16,7 +16,7 @@
 //! - complementarity: `maxₖ |sₖᵀzₖ| / (‖s‖-scale · ‖z‖∞) ≤ tol_mu` (the largest product
 //!   of a cone in place of the mean `μ = sᵀz/ν`).
 //!
-//! The answer is then polished by semismooth Newton on the natural map ([`polish`]).
+//! The answer is then polished by semismooth Newton on the natural map (module `polish`).
 
 mod cones;
 mod kkt;
@@ -100,7 +100,7 @@ pub struct IpParams {
     pub stall_iterations: usize,
     /// Iteration cap of one interior-point solve (the settings' `max_iter` caps the total).
     pub max_iter: usize,
-    /// Polish the answer with semismooth Newton steps on the natural map ([`polish`]) when
+    /// Polish the answer with semismooth Newton steps on the natural map (module `polish`) when
     /// it misses the settings' tolerance (`Settings::tol` on `Settings::criterion`); a
     /// polished answer that meets it counts as converged.
     pub polish: bool,
