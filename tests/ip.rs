@@ -253,3 +253,23 @@ fn mass_ratio_stacks_converge() {
         Some(1e-13),
     );
 }
+
+/// `ip` is a registry solver: the CLI solves a Siconos file with it.
+#[test]
+fn cli_solves_with_ip() {
+    let file = problems_dir().join("siconos/fc3d/FrictionContact3D_1c.dat");
+    let out = run_cli_json([
+        "solve",
+        file.to_str().unwrap(),
+        "--solver",
+        "ip",
+        "--friction",
+        "coulomb",
+        "--tol",
+        "1e-12",
+        "--json",
+    ]);
+    assert_eq!(out["status"], "converged", "{out}");
+    let err = out["merit"]["siconos_error"].as_f64().unwrap();
+    assert!(err <= 1e-12, "{out}");
+}
