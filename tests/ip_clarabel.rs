@@ -1,6 +1,10 @@
 //! The interior point against Clarabel.rs on seeded random sparse convex problems: QPs with
 //! equality and inequality rows, and SOCPs (Coulomb cones under the CCP model), in the
 //! factored, global and assembled forms. Objective and solution agree to 1e-7 relative.
+//!
+//! The ignored test `benchmark_against_clarabel_on_balls_in_box` times both on problems of
+//! the `balls_in_box` scene at three sizes:
+//! `cargo test --release --test ip_clarabel -- --ignored --nocapture`.
 
 mod common;
 
@@ -170,6 +174,12 @@ fn to_assembled(p: &Problem) -> Problem {
 /// Clarabel on the global form: `min ½vᵀHv − fᵀv` with `Jv + b ∈ K*`; returns
 /// `(objective, v, γ)`.
 fn clarabel(p: &Problem) -> (f64, Vec<f64>, Vec<f64>) {
+    clarabel_timed(p).0
+}
+
+/// [`clarabel`] and the time of its setup and solve, seconds.
+fn clarabel_timed(p: &Problem) -> ((f64, Vec<f64>, Vec<f64>), f64) {
+    let start = std::time::Instant::now();
     let Operator::Global(g) = &p.operator else {
         panic!("global expected")
     };
@@ -254,7 +264,10 @@ fn clarabel(p: &Problem) -> (f64, Vec<f64>, Vec<f64>) {
         .zip(&scale)
         .map(|(z, s)| z * s)
         .collect();
-    (solver.solution.obj_val, solver.solution.x.clone(), gamma)
+    (
+        (solver.solution.obj_val, solver.solution.x.clone(), gamma),
+        start.elapsed().as_secs_f64(),
+    )
 }
 
 /// `½vᵀHv − fᵀv` of the global form at `v`.
@@ -378,6 +391,44 @@ fn random_socps_with_coulomb_cones_match_clarabel() {
                 Cone::Bilateral { dim: 1 },
             ],
             (6, 12),
+        );
+    }
+}
+
+/// Time per solve, interior point vs Clarabel, on the first-step problems of `balls_in_box`
+/// at three sizes (CCP model, Coulomb cones with μ = 0.3), both to their own tolerances.
+#[test]
+#[ignore = "a benchmark: run in release with --ignored --nocapture"]
+fn benchmark_against_clarabel_on_balls_in_box() {
+    println!(
+        "| spheres | rows | IP iterations | IP (ms) | Clarabel (ms) | Clarabel / IP | rel. objective difference |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    for count in [250, 500, 1000] {
+        let scene_file =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/balls_in_box.toml");
+        let sets = [("lattice.0.count".to_string(), count.to_string())];
+        let mut sc = signorini::sim::scene::load(&scene_file, &sets).unwrap();
+        let problem = sc.world.problem().problem;
+        let sys = System::new(&problem).unwrap();
+        let ip = Ip::default();
+        let report = ip.solve(&sys, &Settings::default()).unwrap();
+        assert_eq!(report.status, Status::Converged);
+        let global = to_global(&problem);
+        let ((obj_ref, _, _), t_clarabel) = clarabel_timed(&global);
+        let v = System::new(&global)
+            .unwrap()
+            .velocities(&report.gamma)
+            .unwrap();
+        let obj = objective(&global, &v);
+        println!(
+            "| {count} | {} | {} | {:.1} | {:.1} | {:.2} | {:.1e} |",
+            sys.rows(),
+            report.iterations,
+            1e3 * report.time_s,
+            1e3 * t_clarabel,
+            t_clarabel / report.time_s,
+            (obj - obj_ref).abs() / obj_ref.abs().max(1.0)
         );
     }
 }
