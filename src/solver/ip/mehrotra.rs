@@ -334,10 +334,11 @@ pub(crate) fn starting_point(
         it.x.copy_from_slice(&w.x);
         if !w.z.is_empty() {
             // Full warm start: the previous impulses and velocities, pushed inside their
-            // cones by a margin relative to their size.
+            // cones by a margin relative to their size (or to the cold start's, for a warm
+            // start without impulses: a new contact).
             let (mz, ms) = (
-                params.warm_margin * norm_inf(&w.z).max(1e-300),
-                params.warm_margin * norm_inf(&w.s).max(1e-300),
+                params.warm_margin * norm_inf(&w.z).max(norm_inf(&it.z)),
+                params.warm_margin * norm_inf(&w.s).max(norm_inf(&it.s)),
             );
             it.z.copy_from_slice(&w.z);
             it.s.copy_from_slice(&w.s);
