@@ -44,7 +44,8 @@
 //!   prepared [`problem::System`] every solver works on, the cones and their projections, the
 //!   merit set, and the file formats (native JSON, Siconos `.dat`).
 //! - [`solver`]: the solver trait, settings and reports, projected Jacobi and projected
-//!   Gauss–Seidel/SOR.
+//!   Gauss–Seidel/SOR, SPG, APGD, and the interior point ([`solver::Ip`], faer's sparse LDLᵀ)
+//!   that certifies them.
 //! - [`gpu`]: the GPU path (wgpu + WGSL, f32): device context, projected Jacobi on the GPU
 //!   and the CPU mirror of its kernels.
 //! - [`registry`]: solver names → solvers.

@@ -8,7 +8,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::{ApgdGpu, JacobiGpu, SpgGpu};
-use crate::solver::{Apgd, GaussSeidel, Jacobi, Solver, Spg};
+use crate::solver::{Apgd, GaussSeidel, Ip, Jacobi, Simplex, Solver, Spg};
 
 /// Every registered solver, in the order listed to users.
 fn all() -> Vec<Box<dyn Solver>> {
@@ -17,7 +17,8 @@ fn all() -> Vec<Box<dyn Solver>> {
         Box::new(GaussSeidel),
         Box::new(Spg::default()),
         Box::new(Apgd),
-        Box::new(crate::solver::Simplex::default()),
+        Box::new(Ip::default()),
+        Box::new(Simplex::default()),
         Box::new(JacobiGpu::default()),
         Box::new(SpgGpu::default()),
         Box::new(ApgdGpu::default()),

@@ -7,6 +7,7 @@ pub(crate) mod progress;
 
 use progress::Progress;
 pub mod gauss_seidel;
+pub mod ip;
 pub mod jacobi;
 pub mod simplex;
 pub mod spg;
@@ -19,6 +20,7 @@ use crate::problem::{Cone, FrictionModel, System};
 
 pub use apgd::Apgd;
 pub use gauss_seidel::GaussSeidel;
+pub use ip::{Ip, IpParams};
 pub use jacobi::Jacobi;
 pub use simplex::Simplex;
 pub use spg::{Spg, SpgParams};
@@ -155,6 +157,9 @@ pub enum Status {
     /// A pivoting method ended on an unbounded ray: no solution was found (for a positive
     /// semidefinite or copositive-plus matrix, the problem has none).
     NoSolution,
+    /// The solver found a certificate that the problem has no solution (the interior
+    /// point: conflicting rigid constraints, or an assembled QP unbounded below).
+    Infeasible,
 }
 
 impl std::fmt::Display for Status {
@@ -165,6 +170,7 @@ impl std::fmt::Display for Status {
             Status::Stalled => "stalled",
             Status::NumericalError => "numerical_error",
             Status::NoSolution => "no_solution",
+            Status::Infeasible => "infeasible",
         })
     }
 }

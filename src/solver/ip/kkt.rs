@@ -1,0 +1,307 @@
+//! The augmented system of the interior point (thesis eq. 4.28 with compliance, paper 000
+//! eq. 39) on faer's sparse LDLᵀ:
+//!
+//! ```text
+//! [ P + δ      −Aᵀ          ] [Δx]   [r₁]
+//! [ −A     −(Q + G² + δ)    ] [Δz] = [r₂]
+//! ```
+//!
+//! symmetric quasi-definite (`G` the NT scaling of the cone rows, zero on free rows). The
+//! upper triangle is assembled once per sparsity pattern with an index map, so that an
+//! iteration only writes values: the static part (`P`, `A`, `Q`) is copied, then `−G²` is
+//! added at the cone positions. The matrix is equilibrated (symmetric Ruiz scaling), factored
+//! with dynamic regularization signs (+ for `x`, − for `z`) and a small static
+//! regularization `δ`, and every solve is refined iteratively against the unregularized
+//! matrix. The symbolic analysis (AMD ordering, elimination tree) is computed once per pattern
+//! and shared through [`SymbolicCache`] across iterations, Coulomb rounds and time steps.
+
+use std::sync::{Arc, Mutex};
+
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::ldlt::factor::LdltRegularization;
+use faer::sparse::linalg::cholesky::{
+    CholeskySymbolicParams, LdltRef, SymbolicCholesky, SymmetricOrdering,
+    factorize_symbolic_cholesky,
+};
+use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
+use faer::{Conj, MatMut, Par, Side};
+
+use super::cones::{Kind, Scaling};
+use super::standard::Standard;
+use crate::error::{Error, Result};
+
+/// The pattern of the last KKT matrix and its symbolic factorization.
+pub(crate) type SymbolicCache =
+    Mutex<Option<(Vec<usize>, Vec<usize>, Arc<SymbolicCholesky<usize>>)>>;
+
+/// Static regularization on the equilibrated matrix.
+const STATIC_REG: f64 = 1e-14;
+/// Dynamic regularization: pivots below `EPS` (or of the wrong sign) become `±DELTA`.
+const DYNAMIC_EPS: f64 = 1e-16;
+const DYNAMIC_DELTA: f64 = 1e-8;
+/// Iterative refinement: at most this many corrections, stopping at this relative residual.
+const REFINE_STEPS: usize = 8;
+const REFINE_TOL: f64 = 1e-14;
+/// Passes of the symmetric Ruiz equilibration.
+const RUIZ_PASSES: usize = 6;
+
+/// The KKT matrix of one problem, its index map and its factorization.
+pub(crate) struct Kkt {
+    n: usize,
+    col_ptr: Vec<usize>,
+    row_idx: Vec<usize>,
+    /// Values of `P`, `−Aᵀ`, `−Q` (upper triangle), the same for every iteration.
+    static_vals: Vec<f64>,
+    /// Position of the diagonal entry of each column.
+    diag_pos: Vec<usize>,
+    /// Positions of the upper entries `(a, b)`, `a ≤ b`, of each cone block, row-major
+    /// `d × d` (unused slots hold `usize::MAX`).
+    cone_pos: Vec<[usize; 9]>,
+    /// Current unregularized values, equilibrated.
+    vals: Vec<f64>,
+    /// Ruiz scaling `S`: the factored matrix is `S K S`.
+    scale: Vec<f64>,
+    fact_vals: Vec<f64>,
+    signs: Vec<i8>,
+    symbolic: Arc<SymbolicCholesky<usize>>,
+    l_vals: Vec<f64>,
+    mem: MemBuffer,
+}
+
+impl Kkt {
+    /// Assembles the pattern of `std`'s KKT matrix and its index map; takes the symbolic
+    /// factorization from `cache` when the pattern is the cached one.
+    pub fn new(std: &Standard, cache: &SymbolicCache) -> Result<Self> {
+        let (n, m) = (std.n, std.m);
+        let dim = n + m;
+        // (col, row, value, tag) of the upper triangle; tag marks entries whose position is
+        // looked up afterwards.
+        let mut entries: Vec<(usize, usize, f64)> = Vec::new();
+        entries.extend(std.p.iter().map(|&(i, j, v)| (j, i, v)));
+        entries.extend(std.a.iter().map(|&(i, j, v)| (n + i, j, -v)));
+        entries.extend(std.qz.iter().map(|&(i, j, v)| (n + j, n + i, -v)));
+        entries.extend((0..dim).map(|i| (i, i, 0.0)));
+        for b in &std.blocks {
+            if b.kind == Kind::Soc {
+                for (x, y) in [(0, 1), (0, 2), (1, 2)] {
+                    entries.push((n + b.start + y, n + b.start + x, 0.0));
+                }
+            }
+        }
+        entries.sort_by_key(|&(c, r, _)| (c, r));
+        let mut col_ptr = vec![0; dim + 1];
+        let mut row_idx = Vec::with_capacity(entries.len());
+        let mut static_vals: Vec<f64> = Vec::with_capacity(entries.len());
+        let mut last = None;
+        for (c, r, v) in entries {
+            if last == Some((c, r)) {
+                *static_vals.last_mut().expect("a previous entry") += v;
+            } else {
+                row_idx.push(r);
+                static_vals.push(v);
+                col_ptr[c + 1] += 1;
+                last = Some((c, r));
+            }
+        }
+        for c in 0..dim {
+            col_ptr[c + 1] += col_ptr[c];
+        }
+        let pos = |r: usize, c: usize| -> usize {
+            let (lo, hi) = (col_ptr[c], col_ptr[c + 1]);
+            lo + row_idx[lo..hi]
+                .binary_search(&r)
+                .expect("the entry belongs to the pattern")
+        };
+        let diag_pos: Vec<usize> = (0..dim).map(|i| pos(i, i)).collect();
+        let cone_pos = std
+            .blocks
+            .iter()
+            .map(|b| {
+                let mut p = [usize::MAX; 9];
+                let d = b.dim();
+                for x in 0..d {
+                    for y in x..d {
+                        p[x * d + y] = pos(n + b.start + x, n + b.start + y);
+                    }
+                }
+                p
+            })
+            .collect();
+        let symbolic = {
+            let mut cached = cache.lock().unwrap_or_else(|e| e.into_inner());
+            match cached.as_ref() {
+                Some((cp, ri, sym)) if *cp == col_ptr && *ri == row_idx => sym.clone(),
+                _ => {
+                    let pattern =
+                        SymbolicSparseColMatRef::new_checked(dim, dim, &col_ptr, None, &row_idx);
+                    let sym = Arc::new(
+                        factorize_symbolic_cholesky(
+                            pattern,
+                            Side::Upper,
+                            SymmetricOrdering::Amd,
+                            CholeskySymbolicParams::default(),
+                        )
+                        .map_err(|e| Error::Factorization(format!("symbolic analysis: {e:?}")))?,
+                    );
+                    *cached = Some((col_ptr.clone(), row_idx.clone(), sym.clone()));
+                    sym
+                }
+            }
+        };
+        let req = symbolic
+            .factorize_numeric_ldlt_scratch::<f64>(Par::Seq, Default::default())
+            .or(symbolic.solve_in_place_scratch::<f64>(1, Par::Seq));
+        let nnz = row_idx.len();
+        Ok(Kkt {
+            n,
+            col_ptr,
+            row_idx,
+            static_vals,
+            diag_pos,
+            cone_pos,
+            vals: vec![0.0; nnz],
+            scale: vec![1.0; dim],
+            fact_vals: vec![0.0; nnz],
+            signs: (0..dim).map(|i| if i < n { 1 } else { -1 }).collect(),
+            l_vals: vec![0.0; symbolic.len_val()],
+            symbolic,
+            mem: MemBuffer::new(req),
+        })
+    }
+
+    /// Writes the values for the scalings of the cone blocks (`None` for free blocks, and
+    /// `G = I` is `Scaling` with identity), equilibrates and factors.
+    pub fn factor(&mut self, std: &Standard, scalings: &[Scaling]) -> Result<()> {
+        self.vals.copy_from_slice(&self.static_vals);
+        for ((b, sc), pos) in std.blocks.iter().zip(scalings).zip(&self.cone_pos) {
+            if b.kind == Kind::Free {
+                continue;
+            }
+            let d = b.dim();
+            let g2 = sc.g_squared(d);
+            for x in 0..d {
+                for y in x..d {
+                    self.vals[pos[x * d + y]] -= g2[x * d + y];
+                }
+            }
+        }
+        self.equilibrate();
+        for (f, v) in self.fact_vals.iter_mut().zip(&self.vals) {
+            *f = *v;
+        }
+        for (i, &p) in self.diag_pos.iter().enumerate() {
+            self.fact_vals[p] += if i < self.n { STATIC_REG } else { -STATIC_REG };
+        }
+        let dim = self.scale.len();
+        let pattern =
+            SymbolicSparseColMatRef::new_checked(dim, dim, &self.col_ptr, None, &self.row_idx);
+        let a = SparseColMatRef::new(pattern, &self.fact_vals);
+        self.symbolic
+            .factorize_numeric_ldlt(
+                &mut self.l_vals,
+                a,
+                Side::Upper,
+                LdltRegularization {
+                    dynamic_regularization_signs: Some(&self.signs),
+                    dynamic_regularization_delta: DYNAMIC_DELTA,
+                    dynamic_regularization_epsilon: DYNAMIC_EPS,
+                },
+                Par::Seq,
+                MemStack::new(&mut self.mem),
+                Default::default(),
+            )
+            .map_err(|e| Error::Factorization(format!("KKT LDLᵀ: {e:?}")))?;
+        Ok(())
+    }
+
+    /// Symmetric Ruiz equilibration of `vals` in place: `S K S` with every row's ∞-norm
+    /// close to 1.
+    fn equilibrate(&mut self) {
+        let dim = self.scale.len();
+        self.scale.fill(1.0);
+        let mut norm = vec![0.0f64; dim];
+        for _ in 0..RUIZ_PASSES {
+            norm.fill(0.0);
+            for c in 0..dim {
+                for p in self.col_ptr[c]..self.col_ptr[c + 1] {
+                    let (r, v) = (self.row_idx[p], self.vals[p].abs());
+                    norm[r] = norm[r].max(v);
+                    norm[c] = norm[c].max(v);
+                }
+            }
+            let d: Vec<f64> = norm
+                .iter()
+                .map(|&x| if x > 0.0 { 1.0 / x.sqrt() } else { 1.0 })
+                .collect();
+            for c in 0..dim {
+                for p in self.col_ptr[c]..self.col_ptr[c + 1] {
+                    self.vals[p] *= d[self.row_idx[p]] * d[c];
+                }
+            }
+            for (s, di) in self.scale.iter_mut().zip(&d) {
+                *s *= di;
+            }
+        }
+    }
+
+    /// `y = K̂ x` with the equilibrated, unregularized matrix (upper triangle mirrored).
+    fn apply(&self, x: &[f64], y: &mut [f64]) {
+        y.fill(0.0);
+        for c in 0..self.scale.len() {
+            for p in self.col_ptr[c]..self.col_ptr[c + 1] {
+                let (r, v) = (self.row_idx[p], self.vals[p]);
+                y[r] += v * x[c];
+                if r != c {
+                    y[c] += v * x[r];
+                }
+            }
+        }
+    }
+
+    /// Solves `K Δ = rhs` in place (the last factorization), with iterative refinement.
+    pub fn solve(&mut self, rhs: &mut [f64]) {
+        let dim = rhs.len();
+        // K Δ = rhs  ⇔  (S K S)(S⁻¹ Δ) = S rhs.
+        let target: Vec<f64> = rhs.iter().zip(&self.scale).map(|(r, s)| r * s).collect();
+        let tnorm = target.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let mut y = target.clone();
+        self.back_solve(&mut y);
+        let (mut res, mut ky, mut corr) = (vec![0.0; dim], vec![0.0; dim], vec![0.0; dim]);
+        let mut last_norm = f64::INFINITY;
+        for step in 0..=REFINE_STEPS {
+            self.apply(&y, &mut ky);
+            let mut rnorm = 0.0f64;
+            for i in 0..dim {
+                res[i] = target[i] - ky[i];
+                rnorm = rnorm.max(res[i].abs());
+            }
+            if rnorm >= last_norm {
+                // The last correction did not help: take it back.
+                y.iter_mut().zip(&corr).for_each(|(a, b)| *a -= b);
+                break;
+            }
+            if rnorm <= REFINE_TOL * tnorm || step == REFINE_STEPS {
+                break;
+            }
+            last_norm = rnorm;
+            self.back_solve(&mut res);
+            y.iter_mut().zip(&res).for_each(|(a, b)| *a += b);
+            // Keep the correction to take it back if it does not reduce the residual.
+            corr.copy_from_slice(&res);
+        }
+        for ((r, yi), s) in rhs.iter_mut().zip(&y).zip(&self.scale) {
+            *r = yi * s;
+        }
+    }
+
+    fn back_solve(&mut self, x: &mut [f64]) {
+        let dim = x.len();
+        let ldlt = LdltRef::<usize, f64>::new(&self.symbolic, &self.l_vals);
+        ldlt.solve_in_place_with_conj(
+            Conj::No,
+            MatMut::from_column_major_slice_mut(x, dim, 1),
+            Par::Seq,
+            MemStack::new(&mut self.mem),
+        );
+    }
+}

@@ -1,0 +1,356 @@
+//! The primal–dual interior point of papers 000 and 002 (thesis ch. 4): Mehrotra's
+//! predictor–corrector on the augmented system (thesis eq. 4.28) factored once per iteration
+//! with faer's sparse LDLᵀ, Nesterov–Todd scaling for the Coulomb cones (thesis §4.14), and
+//! the Coulomb friction model through the outer fixed point on `s = μ‖u_t‖`
+//! (`solver::coulomb`).
+//!
+//! Every problem form is first brought to one standard form (module `standard`): the factored and
+//! global forms keep the velocities as unknowns (`H` = the mass matrix or the global `H`),
+//! the assembled form is solved in the impulses with `N + E` as the Hessian.
+//!
+//! Termination: the thesis' three measures (`‖r_p‖/m`, `‖r_d‖/n`, `μ`), made scale-free so
+//! that mass ratios of 1e12 do not defeat an absolute test, and size-free so that one bad
+//! row or cone cannot hide behind the others:
+//! - primal: `‖r_p‖∞ / max(1, ‖Ax‖∞, ‖Qz‖∞, ‖b‖∞, ‖s‖∞) ≤ tol_primal`,
+//! - dual: `‖r_d‖∞ / max(1, ‖Px‖∞, ‖q‖∞, ‖Aᵀz‖∞) ≤ tol_dual`,
+//! - complementarity: `maxₖ |sₖᵀzₖ| / (‖s‖-scale · ‖z‖∞) ≤ tol_mu` (the largest product
+//!   of a cone in place of the mean `μ = sᵀz/ν`).
+//!
+//! The answer is then polished by semismooth Newton on the natural map (module `polish`).
+
+mod cones;
+mod kkt;
+mod mehrotra;
+mod polish;
+mod standard;
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Report, Settings, Solver, Status, TraceEntry, block_steps, coulomb, effective_r, progress,
+};
+use crate::error::{Error, Result};
+use crate::problem::merit;
+use crate::problem::{FrictionModel, System};
+use mehrotra::Iterate;
+use standard::Standard;
+
+/// The relative Coulomb residual at which the outer fixed point hands over to the polish.
+const COULOMB_SWITCH: f64 = 1e-6;
+/// The interior point's tolerances in the second round of the Coulomb fixed point, when the
+/// polish of the first fell short (Siconos' Confeti and Capsules problems).
+const TIGHT_TOL: f64 = 1e-13;
+
+/// The starting point rule when no warm start is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StartingPoint {
+    /// Thesis §4.14.4 (after CVXOPT): the least-squares point of the KKT system with `G = I`,
+    /// `s` and `z` pushed into their cones with a unit margin. Scale-aware; the default.
+    #[default]
+    Cvxopt,
+    /// Paper 000 eq. (21) (Nocedal–Wright §16.6): `x = 1`, one affine step from
+    /// `s = z = e`, then `s, z ← max(1, |· + Δ·|)`.
+    Nocedal,
+    /// Paper 000 eq. (22) (D'Apuzzo et al.): `x = 1`, `s = max(1, Ax + b)`, `z = s⁻¹`.
+    DApuzzo,
+    /// Thesis eq. (4.23): as [`StartingPoint::Nocedal`] with the bilateral multipliers
+    /// starting at 1.
+    Thesis,
+}
+
+/// What the interior point takes from `Settings::warm_start` (thesis §4.6, paper 000 §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmStart {
+    /// Ignore it: the starting point rule only.
+    #[default]
+    None,
+    /// Partial: the velocities `v(γ)` of the warm impulses (factored and global forms; the
+    /// assembled form has none), the multipliers and slacks from the starting point rule.
+    Partial,
+    /// Full: velocities, impulses and slacks `u(γ)` of the warm start, pushed inside their
+    /// cones by `warm_margin` times their size.
+    Full,
+}
+
+/// The parameters of the interior point, with the thesis' tolerances as defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IpParams {
+    /// Tolerance on the scaled primal residual (thesis: 1e-10).
+    pub tol_primal: f64,
+    /// Tolerance on the scaled dual residual (thesis: 1e-10).
+    pub tol_dual: f64,
+    /// Tolerance on the scaled complementarity measure (thesis: 1e-9).
+    pub tol_mu: f64,
+    /// The starting point rule.
+    pub start: StartingPoint,
+    /// Use of the warm start.
+    pub warm_start: WarmStart,
+    /// Margin of the full warm start, relative to the size of `z` and `s`.
+    pub warm_margin: f64,
+    /// Largest fraction `η` of the step to the boundary (eq. 17 / thesis §4.12 let it grow
+    /// to this value as `μ → 0`).
+    pub eta_max: f64,
+    /// A step shorter than this, three iterations in a row, is a stall.
+    pub min_step: f64,
+    /// Iterations without improvement of the measures before [`Status::Stalled`].
+    pub stall_iterations: usize,
+    /// Iteration cap of one interior-point solve (the settings' `max_iter` caps the total).
+    pub max_iter: usize,
+    /// Polish the answer with semismooth Newton steps on the natural map (module `polish`) when
+    /// it misses the settings' tolerance (`Settings::tol` on `Settings::criterion`); a
+    /// polished answer that meets it counts as converged.
+    pub polish: bool,
+}
+
+impl Default for IpParams {
+    fn default() -> Self {
+        IpParams {
+            tol_primal: 1e-10,
+            tol_dual: 1e-10,
+            tol_mu: 1e-9,
+            start: StartingPoint::default(),
+            warm_start: WarmStart::default(),
+            warm_margin: 1e-2,
+            eta_max: 0.995,
+            min_step: 1e-8,
+            stall_iterations: 5,
+            max_iter: 200,
+            polish: true,
+        }
+    }
+}
+
+/// The interior point; registry name `ip`.
+#[derive(Debug, Default)]
+pub struct Ip {
+    /// Its parameters.
+    pub params: IpParams,
+    /// The symbolic factorization of the last KKT pattern, reused while it stands.
+    cache: kkt::SymbolicCache,
+}
+
+impl Ip {
+    /// An interior point with the given parameters.
+    pub fn new(params: IpParams) -> Self {
+        Ip {
+            params,
+            cache: Default::default(),
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        let p = &self.params;
+        let bad = |name, value: f64, message: &str| {
+            Err(Error::InvalidSetting {
+                name,
+                value: value.to_string(),
+                message: message.into(),
+            })
+        };
+        for (name, v) in [
+            ("ip.tol_primal", p.tol_primal),
+            ("ip.tol_dual", p.tol_dual),
+            ("ip.tol_mu", p.tol_mu),
+        ] {
+            if !(v > 0.0 && v.is_finite()) {
+                return bad(name, v, "must be finite and > 0");
+            }
+        }
+        if !(p.eta_max > 0.0 && p.eta_max < 1.0) {
+            return bad("ip.eta_max", p.eta_max, "must lie in (0, 1)");
+        }
+        if !(p.warm_margin > 0.0 && p.warm_margin.is_finite()) {
+            return bad("ip.warm_margin", p.warm_margin, "must be finite and > 0");
+        }
+        if !(p.min_step >= 0.0 && p.min_step < 1.0) {
+            return bad("ip.min_step", p.min_step, "must lie in [0, 1)");
+        }
+        Ok(())
+    }
+
+    /// The CCP solve (the QP), with `settings.bias` added to `r`.
+    fn solve_ccp(&self, sys: &System, settings: &Settings, params: &IpParams) -> Result<Report> {
+        let start = Instant::now();
+        let std = Standard::new(sys, settings.bias.as_deref());
+        let mut kkt = kkt::Kkt::new(&std, &self.cache)?;
+        let warm = match (params.warm_start, &settings.warm_start) {
+            (WarmStart::None, _) | (_, None) => None,
+            (mode, Some(_)) => {
+                let gamma = progress::initial_iterate(sys, settings);
+                let x = sys.velocities(&gamma).unwrap_or_default();
+                Some(if mode == WarmStart::Full {
+                    let u = progress::biased_velocity(sys, settings, &gamma);
+                    Iterate {
+                        x,
+                        z: std.z_of(&gamma),
+                        s: std.s_of(&u),
+                    }
+                } else {
+                    Iterate {
+                        x,
+                        z: Vec::new(),
+                        s: Vec::new(),
+                    }
+                })
+            }
+        };
+        let it = mehrotra::starting_point(&std, &mut kkt, params, warm.as_ref())?;
+        let eta = block_steps(sys, settings.block_step);
+        let mut trace = Vec::new();
+        let max_iter = params.max_iter.min(settings.max_iter);
+        let outcome = mehrotra::iterate(&std, &mut kkt, params, max_iter, it, |k, it, _| {
+            let gamma = std.gamma(&it.z, sys.rows());
+            let u = progress::biased_velocity(sys, settings, &gamma);
+            let res = merit::residual(sys, &gamma, &u, settings.friction, &eta);
+            trace.push(TraceEntry {
+                iteration: k,
+                residual: settings.criterion.of(&res),
+                natural_map_inf: res.inf,
+                time_s: start.elapsed().as_secs_f64(),
+                products: k,
+            });
+        })?;
+        let mut gamma = std.gamma(&outcome.iterate.z, sys.rows());
+        let mut u = progress::biased_velocity(sys, settings, &gamma);
+        let mut status = outcome.status;
+        let mut res = merit::residual(sys, &gamma, &u, FrictionModel::Ccp, &eta);
+        if params.polish && settings.criterion.of(&res) > settings.tol {
+            let n = polish::delassus_matrix(sys);
+            let r = effective_r(sys, settings);
+            let map = polish::NaturalMap {
+                sys,
+                n: &n,
+                r: &r,
+                friction: FrictionModel::Ccp,
+            };
+            gamma = polish::polish(&map, gamma);
+            u = progress::biased_velocity(sys, settings, &gamma);
+            res = merit::residual(sys, &gamma, &u, FrictionModel::Ccp, &eta);
+        }
+        // An answer that meets the settings' tolerance has converged, whatever the interior
+        // point's own measures say (they may stall at rounding level on exact answers).
+        if matches!(status, Status::Stalled | Status::MaxIterations)
+            && settings.criterion.of(&res) <= settings.tol
+        {
+            status = Status::Converged;
+        }
+        Ok(Report {
+            solver: self.name().to_string(),
+            status,
+            iterations: outcome.iterations,
+            time_s: start.elapsed().as_secs_f64(),
+            residual: res,
+            merit: merit::evaluate(sys, &gamma, settings.friction),
+            gamma,
+            trace,
+        })
+    }
+}
+
+impl Solver for Ip {
+    fn name(&self) -> &'static str {
+        "ip"
+    }
+
+    fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
+        settings.validate(sys.rows())?;
+        self.check()?;
+        // The second Coulomb round (below) solves its inner problems to rounding level.
+        let tight = IpParams {
+            tol_primal: TIGHT_TOL,
+            tol_dual: TIGHT_TOL,
+            tol_mu: TIGHT_TOL,
+            ..self.params
+        };
+        let inner = |s: &Settings, params: &IpParams| {
+            self.solve_ccp(sys, s, params).unwrap_or_else(|e| {
+                // A failed factorization ends this solve as a numerical error (faer's
+                // dynamic regularization makes it unexpected).
+                let gamma = progress::initial_iterate(sys, s);
+                let u = progress::biased_velocity(sys, s, &gamma);
+                let eta = vec![1.0; sys.blocks()];
+                Report {
+                    solver: format!("{}: {e}", self.name()),
+                    status: Status::NumericalError,
+                    iterations: 0,
+                    time_s: 0.0,
+                    residual: merit::residual(sys, &gamma, &u, s.friction, &eta),
+                    merit: merit::evaluate(sys, &gamma, s.friction),
+                    gamma,
+                    trace: Vec::new(),
+                }
+            })
+        };
+        if settings.friction != FrictionModel::Coulomb || !self.params.polish {
+            return coulomb::solve(self.name(), sys, settings, |s| Ok(inner(s, &self.params)));
+        }
+        // The outer fixed point converges linearly: run it to `COULOMB_SWITCH`, finish with
+        // Newton on the Coulomb natural map; if that falls short, once more from there.
+        let eta = block_steps(sys, settings.block_step);
+        let r = effective_r(sys, settings);
+        let mut n = None;
+        let start = Instant::now();
+        let mut phase = Settings {
+            tol: settings.tol.max(COULOMB_SWITCH),
+            ..settings.clone()
+        };
+        let mut total: Option<Report> = None;
+        for round in 0..2 {
+            let params = if round == 0 { &self.params } else { &tight };
+            let mut report = coulomb::solve(self.name(), sys, &phase, |s| Ok(inner(s, params)))?;
+            if settings.criterion.of(&report.residual) > settings.tol {
+                let map = polish::NaturalMap {
+                    sys,
+                    n: n.get_or_insert_with(|| polish::delassus_matrix(sys)),
+                    r: &r,
+                    friction: FrictionModel::Coulomb,
+                };
+                let gamma = polish::polish(&map, report.gamma.clone());
+                let u = progress::biased_velocity(sys, settings, &gamma);
+                let res = merit::residual(sys, &gamma, &u, FrictionModel::Coulomb, &eta);
+                if settings.criterion.of(&res) < settings.criterion.of(&report.residual) {
+                    report.merit = merit::evaluate(sys, &gamma, FrictionModel::Coulomb);
+                    report.residual = res;
+                    report.gamma = gamma;
+                }
+            }
+            let done = settings.criterion.of(&report.residual) <= settings.tol;
+            report.status = if done {
+                Status::Converged
+            } else if report.status == Status::Converged {
+                Status::Stalled
+            } else {
+                report.status
+            };
+            if let Some(prev) = total {
+                let (t0, k0) = (prev.time_s, prev.iterations);
+                let mut trace = prev.trace;
+                trace.extend(report.trace.iter().map(|t| TraceEntry {
+                    iteration: t.iteration + k0,
+                    time_s: t.time_s + t0,
+                    ..*t
+                }));
+                report.trace = trace;
+                report.iterations += k0;
+            }
+            report.time_s = start.elapsed().as_secs_f64();
+            let used = report.iterations;
+            let stop = done || round == 1 || used >= settings.max_iter;
+            phase = Settings {
+                tol: settings.tol,
+                max_iter: settings.max_iter.saturating_sub(used),
+                warm_start: Some(report.gamma.clone()),
+                ..settings.clone()
+            };
+            total = Some(report);
+            if stop {
+                break;
+            }
+        }
+        Ok(total.expect("at least one round"))
+    }
+}

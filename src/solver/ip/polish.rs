@@ -1,0 +1,232 @@
+//! Polishing of an interior-point answer: semismooth Newton steps on the natural map
+//! `F(γ) = γ − Π_K(γ − û(γ))`, `u = (N + E)γ + r`, from the interior-point point, with
+//! `û = u` (CCP) or De Saxcé's `û = u + (μ‖u_t‖, 0, 0)` (Coulomb: the answer of the outer
+//! fixed point, which converges only linearly, is finished here).
+//!
+//! The Nesterov–Todd iterates of a sliding contact (`γ` and `u` both on the boundary of their
+//! cones) approach the solution at an angle of order `√μ`, and `μ` cannot go much below
+//! 1e-12 in double precision (the scaling's condition number grows like `1/μ`). From such a
+//! close start, Newton on the piecewise smooth `F` with the projection's Jacobian fixed by
+//! the interior point's active set converges in a step or two to machine precision. Each
+//! step solves `(I − P + P(I + S)(N + E)) Δ = −F` (`P = ∂Π_K(γ − û)`, `S = ∂(û − u)/∂u`,
+//! both block diagonal) with faer's sparse LU, and is kept only when it reduces `‖F‖`.
+
+use faer::linalg::solvers::Solve;
+use faer::sparse::{SparseColMat, Triplet};
+
+use crate::problem::{Cone, CsrMatrix, FrictionModel, System};
+
+/// Regularizations of the Newton matrix (`+ ρ I`, Levenberg–Marquardt style) tried in turn
+/// until a step reduces `‖F‖`, relative to the largest diagonal entry of `N`: redundant
+/// contacts make `N`, and the Newton matrix, singular.
+const REGULARIZATION: [f64; 5] = [1e-12, 1e-8, 1e-4, 1.0, 1e2];
+/// Newton steps at most.
+const MAX_STEPS: usize = 12;
+
+/// `N + E` as an explicit sparse matrix: the assembled matrix, or `J M⁻¹ Jᵀ` gathered body
+/// by body for the factored form.
+pub(crate) fn delassus_matrix(sys: &System) -> CsrMatrix {
+    let m = sys.rows();
+    let mut t: Vec<(usize, usize, f64)> = Vec::new();
+    if let Some(n) = sys.operator().as_matrix() {
+        for i in 0..m {
+            let (cols, vals) = n.row(i);
+            t.extend(cols.iter().zip(vals).map(|(&j, &v)| (i, j, v)));
+        }
+    } else if let Some(f) = sys.factored() {
+        let offsets = f.offsets();
+        for body in 0..f.bodies() {
+            let links = &f.links()[f.links_ptr()[body]..f.links_ptr()[body + 1]];
+            for &(k1, s1) in links {
+                let d1 = offsets[k1 + 1] - offsets[k1];
+                let j1 = &f.jac()[f.jac_start()[k1] + s1 * d1..][..d1];
+                for &(k2, s2) in links {
+                    let d2 = offsets[k2 + 1] - offsets[k2];
+                    let mj2 = &f.minv_jac()[f.jac_start()[k2] + s2 * d2..][..d2];
+                    for (a, ra) in j1.iter().enumerate() {
+                        for (b, rb) in mj2.iter().enumerate() {
+                            let v: f64 = (0..6).map(|c| ra[c] * rb[c]).sum();
+                            t.push((offsets[k1] + a, offsets[k2] + b, v));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    t.extend(
+        sys.compliance()
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| **e != 0.0)
+            .map(|(i, &e)| (i, i, e)),
+    );
+    CsrMatrix::from_triplets(m, m, &t).expect("indices are in range by construction")
+}
+
+/// The Jacobian `∂Π_K(y)` of the projection on one cone at `y` (row-major `d × d`).
+fn projection_jacobian(cone: &Cone, y: &[f64]) -> [f64; 9] {
+    let mut p = [0.0; 9];
+    let d = y.len();
+    let identity = |p: &mut [f64; 9]| (0..d).for_each(|a| p[a * d + a] = 1.0);
+    match *cone {
+        Cone::Bilateral { .. } => identity(&mut p),
+        Cone::Unilateral => p[0] = if y[0] > 0.0 { 1.0 } else { 0.0 },
+        Cone::Coulomb { mu } => {
+            let (n, s) = (y[0], y[1].hypot(y[2]));
+            if s <= mu * n {
+                identity(&mut p);
+            } else if mu * s <= -n {
+                // The polar cone: the projection is 0.
+            } else {
+                // n' = (μ s + n)/(1 + μ²), t' = μ n' t̂ (see `Cone::project`).
+                let c = 1.0 / (1.0 + mu * mu);
+                let nn = (mu * s + n) * c;
+                let t = [y[1] / s, y[2] / s];
+                p[0] = c;
+                for a in 0..2 {
+                    p[a + 1] = mu * c * t[a];
+                    p[(a + 1) * 3] = mu * c * t[a];
+                    for b in 0..2 {
+                        let tt = t[a] * t[b];
+                        let id = if a == b { 1.0 } else { 0.0 };
+                        p[(a + 1) * 3 + b + 1] = mu * mu * c * tt + mu * nn / s * (id - tt);
+                    }
+                }
+            }
+        }
+    }
+    p
+}
+
+/// The natural map of one problem: `N + E`, `r` (with the bias) and the friction model.
+pub(crate) struct NaturalMap<'a> {
+    pub sys: &'a System,
+    pub n: &'a CsrMatrix,
+    pub r: &'a [f64],
+    pub friction: FrictionModel,
+}
+
+impl NaturalMap<'_> {
+    /// `F(γ)`, `y = γ − û` and `u`.
+    fn eval(&self, gamma: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let mut u = vec![0.0; gamma.len()];
+        self.n.mul_vec(gamma, &mut u);
+        u.iter_mut().zip(self.r).for_each(|(ui, ri)| *ui += ri);
+        let mut y = vec![0.0; gamma.len()];
+        for (k, cone) in self.sys.cones().iter().enumerate() {
+            let range = self.sys.block_range(k);
+            let yk = &mut y[range.clone()];
+            yk.copy_from_slice(&u[range.clone()]);
+            if self.friction == FrictionModel::Coulomb {
+                cone.de_saxce_shift(yk);
+            }
+            for (yi, gi) in yk.iter_mut().zip(&gamma[range]) {
+                *yi = gi - *yi;
+            }
+        }
+        let mut f = y.clone();
+        for (k, cone) in self.sys.cones().iter().enumerate() {
+            cone.project(&mut f[self.sys.block_range(k)]);
+        }
+        for (fi, gi) in f.iter_mut().zip(gamma) {
+            *fi = gi - *fi;
+        }
+        (f, y, u)
+    }
+}
+
+fn norm2(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
+/// The triplets of `I − P + P(I + S)N` at `y = γ − û` and `u` (without regularization).
+fn newton_matrix(map: &NaturalMap<'_>, y: &[f64], u: &[f64]) -> Vec<Triplet<usize, usize, f64>> {
+    let (sys, n) = (map.sys, map.n);
+    let mut t: Vec<Triplet<usize, usize, f64>> = Vec::new();
+    for (k, cone) in sys.cones().iter().enumerate() {
+        let range = sys.block_range(k);
+        let d = range.len();
+        let p = projection_jacobian(cone, &y[range.clone()]);
+        // PS: S has one row (the normal one) with μ u_tᵀ/‖u_t‖ on the tangent columns.
+        let mut ps = [0.0; 9];
+        if let (FrictionModel::Coulomb, Cone::Coulomb { mu }) = (map.friction, cone) {
+            let ut = [u[range.start + 1], u[range.start + 2]];
+            let norm = ut[0].hypot(ut[1]);
+            if norm > 0.0 {
+                for a in 0..3 {
+                    ps[a * 3 + 1] = p[a * 3] * mu * ut[0] / norm;
+                    ps[a * 3 + 2] = p[a * 3] * mu * ut[1] / norm;
+                }
+            }
+        }
+        for a in 0..d {
+            let i = range.start + a;
+            t.push(Triplet::new(i, i, 1.0));
+            for b in 0..d {
+                let pab = p[a * d + b];
+                if pab != 0.0 {
+                    t.push(Triplet::new(i, range.start + b, -pab));
+                }
+                let w = pab + ps[a * d + b];
+                if w == 0.0 {
+                    continue;
+                }
+                let (cols, vals) = n.row(range.start + b);
+                t.extend(
+                    cols.iter()
+                        .zip(vals)
+                        .map(|(&j, &v)| Triplet::new(i, j, w * v)),
+                );
+            }
+        }
+    }
+    t
+}
+
+/// Newton steps on `F` from `gamma`; returns the improved impulses (or `gamma` itself when
+/// no step reduces `‖F‖`).
+pub(crate) fn polish(map: &NaturalMap<'_>, mut gamma: Vec<f64>) -> Vec<f64> {
+    let (n, m) = (map.n, gamma.len());
+    let diag = (0..m).map(|i| n.get(i, i)).fold(0.0, f64::max);
+    let (mut f, mut y, mut u) = map.eval(&gamma);
+    let mut fnorm = norm2(&f);
+    'newton: for _ in 0..MAX_STEPS {
+        if fnorm == 0.0 {
+            break;
+        }
+        let jac = newton_matrix(map, &y, &u);
+        for rho in REGULARIZATION {
+            let mut t = jac.clone();
+            t.extend((0..m).map(|i| Triplet::new(i, i, rho * diag)));
+            let Ok(mat) = SparseColMat::<usize, f64>::try_new_from_triplets(m, m, &t) else {
+                break 'newton;
+            };
+            let Ok(lu) = mat.sp_lu() else {
+                continue;
+            };
+            let mut delta: Vec<f64> = f.iter().map(|v| -v).collect();
+            lu.solve_in_place(faer::MatMut::from_column_major_slice_mut(&mut delta, m, 1));
+            if delta.iter().any(|v| !v.is_finite()) {
+                continue;
+            }
+            // Backtracking on ‖F‖.
+            let mut step = 1.0;
+            for _ in 0..4 {
+                let trial: Vec<f64> = gamma
+                    .iter()
+                    .zip(&delta)
+                    .map(|(g, d)| g + step * d)
+                    .collect();
+                let (ft, yt, ut) = map.eval(&trial);
+                let tn = norm2(&ft);
+                if tn < fnorm {
+                    (gamma, f, y, u, fnorm) = (trial, ft, yt, ut, tn);
+                    continue 'newton;
+                }
+                step *= 0.5;
+            }
+        }
+        break;
+    }
+    gamma
+}

@@ -1,0 +1,94 @@
+//! The interior point on the external problems: every Siconos fc3d and gfc3d file reaches
+//! the Siconos error max(1e-8, its reference in `fc3d-reference-clarabel/summary.csv`) under
+//! the Coulomb friction model (the outer fixed point on `s = μ‖u_t‖`).
+
+mod common;
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use common::*;
+use signorini::problem::io;
+use signorini::problem::{FrictionModel, System};
+use signorini::solver::{Ip, Settings, Solver};
+
+fn files(sub: &str) -> Vec<PathBuf> {
+    let dir = problems_dir().join("siconos").join(sub);
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "dat"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn references() -> HashMap<String, f64> {
+    let path = problems_dir().join("siconos/fc3d-reference-clarabel/summary.csv");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let cols: Vec<&str> = l.split(',').collect();
+            (cols[0].to_string(), cols[3].parse().unwrap())
+        })
+        .collect()
+}
+
+fn settings() -> Settings {
+    Settings {
+        friction: FrictionModel::Coulomb,
+        tol: 1e-11,
+        max_iter: 20_000,
+        ..Settings::default()
+    }
+}
+
+/// Solves every file of `sub`, prints a table and returns the files above their target.
+fn run(sub: &str) -> Vec<String> {
+    let refs = references();
+    let mut table = String::from(
+        "| problem | rows | target | IP siconos error | IP iterations | status | time (s) |\n\
+         |---|---:|---:|---:|---:|---|---:|\n",
+    );
+    let mut failures = Vec::new();
+    for f in files(sub) {
+        let p = io::read(&f, None).unwrap();
+        let sys = System::new(&p).unwrap();
+        let r = Ip::default().solve(&sys, &settings()).unwrap();
+        let file = f.file_name().unwrap().to_str().unwrap();
+        let target = refs.get(file).copied().unwrap_or(0.0).max(1e-8);
+        let err = r.merit.siconos_error.unwrap();
+        writeln!(
+            table,
+            "| {} | {} | {target:.1e} | {err:.2e} | {} | {} | {:.3} |",
+            p.name,
+            sys.rows(),
+            r.iterations,
+            r.status,
+            r.time_s
+        )
+        .unwrap();
+        if err.is_nan() || err > target {
+            failures.push(format!("{file}: {err:e} > {target:e}"));
+        }
+    }
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{sub}-ip.md"));
+    std::fs::write(&out, &table).unwrap();
+    println!("{table}\n(written to {})", out.display());
+    failures
+}
+
+#[test]
+fn ip_reaches_the_reference_on_every_fc3d_problem() {
+    let failures = run("fc3d");
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
+#[test]
+fn ip_reaches_the_reference_on_every_gfc3d_problem() {
+    let failures = run("gfc3d");
+    assert!(failures.is_empty(), "{failures:?}");
+}
