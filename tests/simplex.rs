@@ -351,11 +351,11 @@ fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System {
 type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], usize, bool);
 
 /// Frictionless scene problems: complementarity to rounding, and the simplex agrees with
-/// PGS run to 1e-12 on the velocities (always unique) and on the impulses where `N` is
-/// nonsingular (the pile and box have redundant contacts: there only the velocities and the
-/// objective are unique).
+/// the interior point to 1e-9 and with PGS run to 1e-12 (1e-8) on the velocities (always
+/// unique), the objective, and the impulses where `N` is nonsingular (the pile and box have
+/// redundant contacts: there only the velocities and the objective are unique).
 #[test]
-fn frictionless_scene_problems_agree_with_pgs() {
+fn frictionless_scene_problems_agree_with_ip_and_pgs() {
     let cases: [Case; 3] = [
         ("sphere_pile.toml", &[("lattice.0.count", "250")], 40, false),
         (
@@ -419,6 +419,34 @@ fn frictionless_scene_problems_agree_with_pgs() {
         if unique_gamma {
             for (a, b) in r.gamma.iter().zip(&pgs.gamma) {
                 assert_close(*a, *b, 1e-8);
+            }
+        }
+        // The interior point, the project's exact reference: same velocities and objective
+        // to 1e-9, same impulses where they are unique.
+        let ip = solve(
+            &sys,
+            "ip",
+            &Settings {
+                tol: 1e-12,
+                friction: FrictionModel::Ccp,
+                ..Settings::default()
+            },
+        );
+        assert_eq!(ip.status, Status::Converged, "{file}: ip {}", ip.status);
+        let vi = sys.velocities(&ip.gamma).unwrap();
+        let dv = vs
+            .iter()
+            .zip(&vi)
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        println!("{file}: IP {} iterations, max |Δv| = {dv:e}", ip.iterations);
+        assert!(
+            dv <= 1e-9 * vscale,
+            "{file}: IP velocities differ by {dv:e}"
+        );
+        assert_close(r.merit.objective, ip.merit.objective, 1e-9);
+        if unique_gamma {
+            for (a, b) in r.gamma.iter().zip(&ip.gamma) {
+                assert_close(*a, *b, 1e-9);
             }
         }
     }
