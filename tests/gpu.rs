@@ -6,6 +6,9 @@
 //! Without an adapter these tests print a note and pass, except under `CI=true` where they
 //! fail: CI installs Mesa's lavapipe, so every shader runs there.
 
+mod common;
+use common::Rng;
+
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -33,25 +36,6 @@ fn context() -> Option<Arc<GpuContext>> {
             eprintln!("note: skipping a GPU test: {e}");
             None
         }
-    }
-}
-
-/// splitmix64: a seeded generator without dependencies.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
     }
 }
 

@@ -7,6 +7,7 @@
 //! `cargo test --release --test ip_clarabel -- --ignored --nocapture`.
 
 mod common;
+use common::Rng;
 
 use clarabel::algebra::CscMatrix;
 use clarabel::solver::{
@@ -16,28 +17,6 @@ use signorini::problem::{
     Assembled, Body, Cone, CsrMatrix, Factored, Global, JacobianBlock, Operator, Problem, System,
 };
 use signorini::solver::{Ip, Settings, Solver, Status};
-
-/// A small deterministic generator (SplitMix64), so that the cases are reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[a, b)`.
-    fn uniform(&mut self, a: f64, b: f64) -> f64 {
-        a + (b - a) * (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// A random factored problem: `nb` bodies, `nk` blocks on one or two bodies with cones
 /// drawn from `cones`.

@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use common::*;
 use signorini::problem::io;
 use signorini::problem::{Cone, FrictionModel, System};
-use signorini::sim::scene;
 use signorini::solver::simplex::{Method, Outcome, Simplex};
 use signorini::solver::{Settings, Status};
 
@@ -328,23 +327,6 @@ fn siconos_lcp_mlcp_and_gmp_files() {
             "{name} not solved\n{table}"
         );
     }
-}
-
-/// The problem of step `steps` of a scene (with overrides), stepped with PGS.
-fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenes")
-        .join(file);
-    let sets: Vec<(String, String)> = sets
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let mut s = scene::load(&path, &sets).unwrap();
-    let pgs = signorini::registry::solver("pgs").unwrap();
-    for _ in 0..steps {
-        s.world.step(pgs.as_ref()).unwrap();
-    }
-    System::new(&s.world.problem().problem).unwrap()
 }
 
 /// A scene file, its overrides, the step to dump and whether the impulses are unique.

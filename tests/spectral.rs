@@ -57,23 +57,6 @@ fn spg_and_apgd_agree_with_pgs_on_siconos_fc3d() {
     }
 }
 
-/// The problem of a step of a scene, after `steps` steps with PGS.
-fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenes")
-        .join(file);
-    let sets: Vec<(String, String)> = sets
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let mut s = scene::load(&path, &sets).unwrap();
-    let pgs = signorini::registry::solver("pgs").unwrap();
-    for _ in 0..steps {
-        s.world.step(pgs.as_ref()).unwrap();
-    }
-    System::new(&s.world.problem().problem).unwrap()
-}
-
 /// A scene file, its overrides, the step to dump and whether PGS converges on it.
 type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], usize, bool);
 

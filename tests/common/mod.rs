@@ -108,3 +108,46 @@ where
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// The problem of step `steps + 1` of a scene of `scenes/` (with `--set`-style overrides),
+/// after `steps` steps with PGS.
+pub fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("scenes")
+        .join(file);
+    let sets: Vec<(String, String)> = sets
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut s = signorini::sim::scene::load(&path, &sets).unwrap();
+    let pgs = registry::solver("pgs").unwrap();
+    for _ in 0..steps {
+        s.world.step(pgs.as_ref()).unwrap();
+    }
+    System::new(&s.world.problem().problem).unwrap()
+}
+
+/// A seeded generator without dependencies (SplitMix64), so that random cases are
+/// reproducible.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[lo, hi)`.
+    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
