@@ -7,7 +7,7 @@
 //! fail: CI installs Mesa's lavapipe, so every shader runs there.
 
 mod common;
-use common::Rng;
+use common::{Rng, scene_problem};
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -886,23 +886,6 @@ fn certify(what: &str, sys: &System, settings: &Settings, cpu: &Report, gpu: &Re
     if let (Some(a), Some(b)) = (c.siconos_error, g.siconos_error) {
         assert!(a <= tol && b <= tol, "{what}: Siconos errors {a:e} {b:e}");
     }
-}
-
-/// The problem of a step of a scene, after `steps` steps with `pgs`.
-fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenes")
-        .join(file);
-    let sets: Vec<(String, String)> = sets
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let mut scene = signorini::sim::scene::load(&path, &sets).unwrap();
-    let pgs = registry::solver("pgs").unwrap();
-    for _ in 0..steps {
-        scene.world.step(pgs.as_ref()).unwrap();
-    }
-    System::new(&scene.world.problem().problem).unwrap()
 }
 
 /// Every GPU solver against the CPU `f64` solver of the same name on problems dumped from
