@@ -12,6 +12,7 @@
 //! unique only where `N` is positive definite: the objective gap is the comparable figure,
 //! the impulse difference a guide.
 
+use super::SceneSolves;
 use std::path::Path;
 
 use serde::Serialize;
@@ -19,37 +20,19 @@ use serde::Serialize;
 use super::problems::scene_cases;
 use super::report::{Cell, Section, Table};
 use super::solver_runs;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::problem::merit::Merit;
 use crate::problem::{Cone, System};
-use crate::registry::{self, Device};
+use crate::registry;
 use crate::solver::{Report, Settings, Status};
 
-/// What to measure.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Config {
-    /// Solver names or `all` ([`super::solver_runs`]).
-    pub solvers: Vec<String>,
-    /// Bodies per scene ([`scene_cases`]).
-    pub sizes: Vec<usize>,
-    /// Devices to run on.
-    pub devices: Vec<Device>,
-    /// Iteration cap of each solve (the PGS reference gets ten times as many).
-    pub max_iter: usize,
-    /// Relative residual at which the solves stop.
-    pub tol: f64,
-}
+/// What to measure: [`SceneSolves`], by default every solver at 100 bodies per scene,
+/// at most 5000 iterations, tolerance 1e-8.
+pub type Config = SceneSolves;
 
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            solvers: vec!["all".into()],
-            sizes: vec![100],
-            devices: vec![Device::Cpu, Device::Gpu],
-            max_iter: 5000,
-            tol: 1e-8,
-        }
-    }
+/// The default [`Config`].
+pub fn default_config() -> Config {
+    SceneSolves::all_solvers(100, 5000, 1e-8)
 }
 
 /// Tolerance of the PGS reference.
@@ -169,13 +152,7 @@ fn reference_solver(
 
 /// Runs the suite; `gpu` says whether GPU runs are possible.
 pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result<Accuracy> {
-    if !(config.tol > 0.0 && config.tol.is_finite()) || config.max_iter == 0 {
-        return Err(Error::InvalidSetting {
-            name: "tol",
-            value: format!("{} (iterations {})", config.tol, config.max_iter),
-            message: "a positive finite tolerance and at least one iteration".into(),
-        });
-    }
+    config.validate()?;
     let mut notes = Vec::new();
     let runs = solver_runs(&config.solvers, &config.devices, gpu, &mut notes)?;
     let mut references = Vec::new();

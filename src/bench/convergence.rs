@@ -3,6 +3,7 @@
 //! 004 and balls_in_box, [`scene_cases`]), cold start, CCP model: the study of
 //! `docs/CONVERGENCE.md`, reproducible from the command line.
 
+use super::SceneSolves;
 use std::path::Path;
 
 use serde::Serialize;
@@ -10,37 +11,18 @@ use serde::Serialize;
 use super::problems::scene_cases;
 use super::report::{CONVERGENCE_PLOT_SIZE, Cell, Plot, Section, Table};
 use super::{first_below, solver_runs};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::problem::System;
-use crate::registry::Device;
 use crate::report::convergence::{Series, write_convergence_plot};
 use crate::solver::{Settings, Status, TraceEntry};
 
-/// What to measure.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Config {
-    /// Solver names or `all` ([`super::solver_runs`]).
-    pub solvers: Vec<String>,
-    /// Bodies per scene ([`scene_cases`]); one set of five problems per size.
-    pub sizes: Vec<usize>,
-    /// Devices to run on.
-    pub devices: Vec<Device>,
-    /// Iteration cap of each solve.
-    pub max_iter: usize,
-    /// Relative natural-map residual at which a solve stops.
-    pub tol: f64,
-}
+/// What to measure: [`SceneSolves`], by default every solver at 300 bodies per scene,
+/// at most 3000 iterations, tolerance 1e-6.
+pub type Config = SceneSolves;
 
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            solvers: vec!["all".into()],
-            sizes: vec![300],
-            devices: vec![Device::Cpu, Device::Gpu],
-            max_iter: 3000,
-            tol: 1e-6,
-        }
-    }
+/// The default [`Config`].
+pub fn default_config() -> Config {
+    SceneSolves::all_solvers(300, 3000, 1e-6)
 }
 
 /// The intermediate threshold of the table (residual 1e-4, as in `docs/CONVERGENCE.md`).
@@ -90,13 +72,7 @@ pub struct Convergence {
 
 /// Runs the suite; `gpu` says whether GPU runs are possible.
 pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result<Convergence> {
-    if !(config.tol > 0.0 && config.tol.is_finite()) || config.max_iter == 0 {
-        return Err(Error::InvalidSetting {
-            name: "tol",
-            value: format!("{} (iterations {})", config.tol, config.max_iter),
-            message: "a positive finite tolerance and at least one iteration".into(),
-        });
-    }
+    config.validate()?;
     let mut notes = Vec::new();
     let solver_runs = solver_runs(&config.solvers, &config.devices, gpu, &mut notes)?;
     let mut runs = Vec::new();

@@ -173,14 +173,7 @@ pub fn run_suite(
             (r.section(dir)?, serde_json::json!(r))
         }
         Suite::Convergence => {
-            let d = convergence::Config::default();
-            let config = convergence::Config {
-                solvers: o.solvers.unwrap_or(d.solvers),
-                sizes: o.sizes.unwrap_or(d.sizes),
-                devices: o.devices.unwrap_or(d.devices),
-                max_iter: o.iterations.unwrap_or(d.max_iter),
-                tol: o.tol.unwrap_or(d.tol),
-            };
+            let config = convergence::default_config().with(o);
             let r = convergence::run(&config, has_gpu, progress)?;
             (r.section(dir)?, serde_json::json!(r))
         }
@@ -197,14 +190,7 @@ pub fn run_suite(
             (r.section(dir)?, serde_json::json!(r))
         }
         Suite::Accuracy => {
-            let d = accuracy::Config::default();
-            let config = accuracy::Config {
-                solvers: o.solvers.unwrap_or(d.solvers),
-                sizes: o.sizes.unwrap_or(d.sizes),
-                devices: o.devices.unwrap_or(d.devices),
-                max_iter: o.iterations.unwrap_or(d.max_iter),
-                tol: o.tol.unwrap_or(d.tol),
-            };
+            let config = accuracy::default_config().with(o);
             let r = accuracy::run(&config, has_gpu, progress)?;
             (r.section(dir)?, serde_json::json!(r))
         }
@@ -214,6 +200,57 @@ pub fn run_suite(
         json,
         wall_s: start.elapsed().as_secs_f64(),
     })
+}
+
+/// What the suites that solve scene problems (convergence, accuracy) measure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SceneSolves {
+    /// Solver names or `all` ([`solver_runs`]).
+    pub solvers: Vec<String>,
+    /// Bodies per scene ([`problems::scene_cases`]); one set of five problems per size.
+    pub sizes: Vec<usize>,
+    /// Devices to run on.
+    pub devices: Vec<Device>,
+    /// Iteration cap of each solve.
+    pub max_iter: usize,
+    /// Relative natural-map residual at which a solve stops.
+    pub tol: f64,
+}
+
+impl SceneSolves {
+    /// Every registered solver on the CPU and the GPU, `size` bodies per scene.
+    pub fn all_solvers(size: usize, max_iter: usize, tol: f64) -> Self {
+        SceneSolves {
+            solvers: vec!["all".into()],
+            sizes: vec![size],
+            devices: vec![Device::Cpu, Device::Gpu],
+            max_iter,
+            tol,
+        }
+    }
+
+    /// These settings with the command line's options where it gives them.
+    fn with(self, o: Options) -> Self {
+        SceneSolves {
+            solvers: o.solvers.unwrap_or(self.solvers),
+            sizes: o.sizes.unwrap_or(self.sizes),
+            devices: o.devices.unwrap_or(self.devices),
+            max_iter: o.iterations.unwrap_or(self.max_iter),
+            tol: o.tol.unwrap_or(self.tol),
+        }
+    }
+
+    /// A positive finite tolerance and at least one iteration, or an error naming them.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.tol > 0.0 && self.tol.is_finite()) || self.max_iter == 0 {
+            return Err(Error::InvalidSetting {
+                name: "tol",
+                value: format!("{} (iterations {})", self.tol, self.max_iter),
+                message: "a positive finite tolerance and at least one iteration".into(),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// A registered solver on a device, as the suites run it.
