@@ -27,7 +27,7 @@ struct Run {
 
 fn run(file: &str, sets: &[(String, String)], params: IpParams, steps: usize) -> Run {
     let mut sc = scene::load(Path::new(file), sets).unwrap_or_else(|e| panic!("{e}"));
-    let ip = Ip::new(params);
+    let mut ip = signorini::solver::Runner::new(Box::new(Ip::new(params)));
     let mut out = Run {
         iterations: Vec::new(),
         solve_s: Vec::new(),
@@ -36,7 +36,7 @@ fn run(file: &str, sets: &[(String, String)], params: IpParams, steps: usize) ->
     };
     for _ in 0..steps {
         let start = Instant::now();
-        let (stats, report) = sc.world.step_with_report(&ip).unwrap();
+        let (stats, report) = sc.world.step_with_report(&mut ip).unwrap();
         let t = start.elapsed().as_secs_f64();
         out.contacts = out.contacts.max(stats.contacts);
         if stats.contacts + stats.bilateral_rows == 0 {

@@ -13,7 +13,7 @@ use signorini::problem::io::{self, Format};
 use signorini::problem::{FrictionModel, System};
 use signorini::registry::Device;
 use signorini::report::convergence::{DEFAULT_SIZE, Series, write_convergence_plot};
-use signorini::solver::{Criterion, Report, Settings, Solver};
+use signorini::solver::{Criterion, Report, Runner, Settings, Solver};
 use signorini::{registry, sim};
 
 /// Cone complementarity solvers for non-smooth multibody dynamics.
@@ -354,13 +354,14 @@ fn run(cli: Cli) -> signorini::Result<()> {
                 )
                 .expect("a valid template"),
             );
-            let summary = sim::run::run(&mut scene, solver.as_ref(), steps, &outputs, |s| {
-                bar.set_message(format!(
-                    "{} contacts, {} iterations",
-                    s.contacts, s.iterations
-                ));
-                bar.inc(1);
-            })?;
+            let summary =
+                sim::run::run(&mut scene, &mut Runner::new(solver), steps, &outputs, |s| {
+                    bar.set_message(format!(
+                        "{} contacts, {} iterations",
+                        s.contacts, s.iterations
+                    ));
+                    bar.inc(1);
+                })?;
             bar.finish_and_clear();
             if json_summary {
                 println!("{}", serde_json::to_string(&summary).expect("serializable"));

@@ -9,14 +9,16 @@
 mod common;
 use common::{Rng, scene_problem};
 
+use std::cell::RefCell;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use signorini::gpu::kernels::{self, Kernel};
 use signorini::gpu::{
-    ApgdGpu, ApgdState, Apply, GpuContext, GpuStats, JacobiGpu, MAX_GLL, Monitor, OperatorData,
-    Params, Partial, ProblemData, READBACK_EVERY, Reduce, SLOT_A, SLOT_B, SLOT_C, SLOTS, SpgConfig,
-    SpgGpu, SpgState, cpu, dispatch_once,
+    ApgdGpu, ApgdMethod, ApgdState, Apply, GpuContext, GpuSession, GpuStats, JacobiGpu,
+    JacobiMethod, MAX_GLL, Monitor, OperatorData, Params, Partial, ProblemData, READBACK_EVERY,
+    Reduce, SLOT_A, SLOT_B, SLOT_C, SLOTS, SpgConfig, SpgGpu, SpgMethod, SpgState, cpu,
+    dispatch_once,
 };
 use signorini::problem::{
     Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System,
@@ -704,9 +706,9 @@ fn balls_in_box() -> Problem {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/balls_in_box.toml");
     let sets = [("lattice.0.count".to_string(), "100".to_string())];
     let mut scene = signorini::sim::scene::load(&path, &sets).unwrap();
-    let pgs = registry::solver("pgs").unwrap();
+    let mut pgs = signorini::solver::Runner::new(registry::solver("pgs").unwrap());
     for _ in 0..20 {
-        scene.world.step(pgs.as_ref()).unwrap();
+        scene.world.step(&mut pgs).unwrap();
     }
     scene.world.problem().problem
 }
@@ -784,28 +786,29 @@ fn jacobi_gpu_agrees_with_cpu_jacobi() {
     assert!(diff <= 1e-4 * norm_inf(&c.gamma));
 }
 
-/// The three GPU solvers on one device, kept between solves (as `simulate` keeps its solver).
+/// Sessions of the three GPU solvers on one device, kept between solves (as `simulate` keeps
+/// its session).
 struct Gpu {
-    jacobi: JacobiGpu,
-    spg: SpgGpu,
-    apgd: ApgdGpu,
+    jacobi: RefCell<GpuSession<JacobiMethod>>,
+    spg: RefCell<GpuSession<SpgMethod>>,
+    apgd: RefCell<GpuSession<ApgdMethod>>,
 }
 
 impl Gpu {
     fn new(ctx: &Arc<GpuContext>) -> Self {
         Gpu {
-            jacobi: JacobiGpu::with_context(ctx.clone()),
-            spg: SpgGpu::with_context(ctx.clone()),
-            apgd: ApgdGpu::with_context(ctx.clone()),
+            jacobi: RefCell::new(JacobiGpu::with_context(ctx.clone()).session().unwrap()),
+            spg: RefCell::new(SpgGpu::with_context(ctx.clone()).session().unwrap()),
+            apgd: RefCell::new(ApgdGpu::with_context(ctx.clone()).session().unwrap()),
         }
     }
 
     /// The GPU solver of the CPU solver `name`.
     fn solve(&self, name: &str, sys: &System, settings: &Settings) -> (Report, GpuStats) {
         match name {
-            "jacobi" => self.jacobi.solve_with_stats(sys, settings),
-            "spg" => self.spg.solve_with_stats(sys, settings),
-            "apgd" => self.apgd.solve_with_stats(sys, settings),
+            "jacobi" => self.jacobi.borrow_mut().solve_with_stats(sys, settings),
+            "spg" => self.spg.borrow_mut().solve_with_stats(sys, settings),
+            "apgd" => self.apgd.borrow_mut().solve_with_stats(sys, settings),
             _ => unreachable!(),
         }
         .unwrap()

@@ -194,10 +194,10 @@ fn run_scene(file: &str, sets: &[(&str, &str)], steps: usize, floor: Option<f64>
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let mut sc = scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(file), &sets).unwrap();
-    let ip = Ip::default();
+    let mut ip = signorini::solver::Runner::new(Box::new(Ip::default()));
     (0..steps)
         .map(|k| {
-            let (stats, report) = sc.world.step_with_report(&ip).unwrap();
+            let (stats, report) = sc.world.step_with_report(&mut ip).unwrap();
             match floor {
                 None => {
                     assert_eq!(

@@ -12,9 +12,9 @@ fn scene(text: &str) -> Scene {
 }
 
 fn run(scene: &mut Scene, steps: usize, mut check: impl FnMut(&[RigidBody], usize)) {
-    let solver = registry::solver(&scene.run.solver).unwrap();
+    let mut solver = signorini::solver::Runner::new(registry::solver(&scene.run.solver).unwrap());
     for k in 0..steps {
-        scene.world.step(solver.as_ref()).unwrap();
+        scene.world.step(&mut solver).unwrap();
         check(&scene.world.bodies, k);
     }
 }
@@ -213,11 +213,11 @@ fn frictionless_pile_never_gains_energy() {
             .map(|b| b.kinetic_energy() + b.mass * 9.81 * b.pose.position.z)
             .sum()
     };
-    let solver = registry::solver("pgs").unwrap();
+    let mut solver = signorini::solver::Runner::new(registry::solver("pgs").unwrap());
     let mut previous = energy(&s.world.bodies);
     let start = previous;
     for k in 0..200 {
-        let (_, report) = s.world.step_with_report(solver.as_ref()).unwrap();
+        let (_, report) = s.world.step_with_report(&mut solver).unwrap();
         // Σ_k |γ_k·u_k| ≤ blocks · max_k |γ_k·u_k|.
         let slack = report.merit.complementarity * report.gamma.len() as f64;
         let e = energy(&s.world.bodies);
@@ -304,9 +304,9 @@ fn every_scene_runs() {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let mut s = scene::load(&path, &[]).unwrap_or_else(|e| panic!("{e}"));
-        let solver = registry::solver(&s.run.solver).unwrap();
+        let mut solver = signorini::solver::Runner::new(registry::solver(&s.run.solver).unwrap());
         for _ in 0..2 {
-            let stats = s.world.step(solver.as_ref()).unwrap();
+            let stats = s.world.step(&mut solver).unwrap();
             assert!(stats.kinetic_energy.is_finite(), "{}", path.display());
         }
         count += 1;

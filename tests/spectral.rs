@@ -182,9 +182,9 @@ fn spg_is_as_fast_as_conjugate_gradients_on_a_bilateral_problem() {
         chain(2.0, "[-0.3, 0.3, -0.906]")
     );
     let mut s = scene::parse(&text, "chains.toml", "chains", &[]).unwrap();
-    let pgs = signorini::registry::solver("pgs").unwrap();
+    let mut pgs = signorini::solver::Runner::new(signorini::registry::solver("pgs").unwrap());
     for _ in 0..20 {
-        s.world.step(pgs.as_ref()).unwrap();
+        s.world.step(&mut pgs).unwrap();
     }
     let sys = System::new(&s.world.problem().problem).unwrap();
     assert_eq!(sys.rows(), 135);

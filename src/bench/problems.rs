@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::problem::Problem;
 use crate::registry;
 use crate::sim::scene::{self, Scene};
+use crate::solver::Runner;
 
 /// A cubic packing of `spheres` touching unit spheres (radius 0.5 m, spacing 1 m, μ = 0.5)
 /// in an open box, under gravity with `h` = 10 ms: every sphere touches its six neighbours,
@@ -138,9 +139,9 @@ impl SceneCase {
     /// writes it. The name says which step of which scene it is.
     pub fn problem(&self) -> Result<(Scene, Problem)> {
         let mut scene = self.build()?;
-        let pgs = registry::solver("pgs")?;
+        let mut pgs = Runner::new(registry::solver("pgs")?);
         for _ in 0..self.steps {
-            scene.world.step(pgs.as_ref())?;
+            scene.world.step(&mut pgs)?;
         }
         let mut problem = scene.world.problem().problem;
         problem.name = format!(

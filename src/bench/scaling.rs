@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::registry::Device;
 use crate::report::chart::{Line, write_loglog_chart};
 use crate::sim::run::{Outputs, run as simulate};
+use crate::solver::Runner;
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,7 +107,13 @@ pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result
             ));
             let mut scene = packing_scene(size, config.max_iter)?;
             let solver = sr.solver()?;
-            let s = simulate(&mut scene, solver.as_ref(), config.steps, &outputs, |_| {})?;
+            let s = simulate(
+                &mut scene,
+                &mut Runner::new(solver),
+                config.steps,
+                &outputs,
+                |_| {},
+            )?;
             let per_step = |t: f64| t / s.steps as f64;
             rows.push(Row {
                 solver: sr.solver.clone(),

@@ -4,16 +4,14 @@
 //! `L`, and the update; `u` and `g_y` recomputed every [`crate::solver::Apgd::REFRESH`]
 //! iterations.
 
-use std::sync::Arc;
-
 use super::context::GpuContext;
 use super::data::{ApgdState, ProblemData, SLOT_A};
-use super::engine::{Engine, GpuStats, Step};
+use super::engine::{Engine, Step};
 use super::kernels::{APGD_CURVATURE, APGD_SCALARS, APGD_TRIAL, APGD_UPDATE, Domain};
-use super::program::{Device, GpuKernels, Program};
+use super::program::{GpuKernels, GpuSolver, Method, Program};
 use crate::error::Result;
 use crate::problem::System;
-use crate::solver::{Apgd, Report, Settings, Solver, coulomb};
+use crate::solver::{Apgd, Bias, Settings};
 
 struct ApgdProgram {
     x: wgpu::Buffer,
@@ -130,47 +128,22 @@ impl GpuKernels {
 /// the outer De Saxcé fixed point of the CPU solvers. One trial step per iteration: where the CPU
 /// doubles `L` and retries within an iteration, `apgd-gpu` spends that iteration (and its
 /// product) on the rejected trial and leaves the iterate in place.
-#[derive(Debug, Default)]
-pub struct ApgdGpu {
-    device: Device,
-}
+pub type ApgdGpu = GpuSolver<ApgdMethod>;
 
-impl ApgdGpu {
-    /// A solver on an already opened device.
-    pub fn with_context(context: Arc<GpuContext>) -> Self {
-        ApgdGpu {
-            device: Device::with_context(context),
-        }
+/// The APGD kernels as a GPU [`Method`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApgdMethod;
+
+impl Method for ApgdMethod {
+    const NAME: &'static str = "apgd-gpu";
+    const OUTER_COULOMB: bool = true;
+
+    /// The data with the initial Lipschitz estimate of [`Apgd`].
+    fn data(&self, sys: &System, settings: &Settings, bias: Bias) -> Result<ProblemData> {
+        Ok(ProblemData::shifted(sys, settings, bias)?.with_lipschitz(sys))
     }
 
-    /// [`Solver::solve`] that also returns the host–GPU traffic counters.
-    pub fn solve_with_stats(
-        &self,
-        sys: &System,
-        settings: &Settings,
-    ) -> Result<(Report, GpuStats)> {
-        settings.validate(sys.rows())?;
-        self.device.reset_stats();
-        let report = coulomb::solve(self.name(), sys, settings, |s| {
-            let data = ProblemData::new(sys, s)?.with_lipschitz(sys);
-            self.device.with_kernels(
-                self.name(),
-                &data,
-                |ctx| GpuKernels::apgd(ctx, &data),
-                |k| k.solve(self.name(), sys, s, &data),
-            )
-        })?;
-        Ok((report, self.device.stats()))
-    }
-}
-
-impl Solver for ApgdGpu {
-    fn name(&self) -> &'static str {
-        "apgd-gpu"
-    }
-
-    fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
-        self.solve_with_stats(sys, settings)
-            .map(|(report, _)| report)
+    fn kernels(&self, ctx: &GpuContext, data: &ProblemData) -> Result<GpuKernels> {
+        GpuKernels::apgd(ctx, data)
     }
 }

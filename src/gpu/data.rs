@@ -6,7 +6,7 @@ use bytemuck::{Pod, Zeroable};
 use crate::error::{Error, Result};
 use crate::problem::operator::FactoredOperator;
 use crate::problem::{Cone, FrictionModel, System};
-use crate::solver::{BlockStep, Criterion, Jacobi, Settings, block_steps, effective_r};
+use crate::solver::{Bias, BlockStep, Criterion, Jacobi, Settings, block_steps, effective_r};
 
 /// Cone kind of a [`GpuBlock`]: bilateral (projection = identity).
 pub const CONE_BILATERAL: u32 = 0;
@@ -322,6 +322,12 @@ impl ProblemData {
     /// form runs: factored problems as such, assembled and global ones (reduced by
     /// [`System::new`]) through their CSR matrix `N`.
     pub fn new(sys: &System, settings: &Settings) -> Result<Self> {
+        Self::shifted(sys, settings, None)
+    }
+
+    /// [`ProblemData::new`] of the problem with `bias` added to `r` (the inner solves of the
+    /// Coulomb fixed point).
+    pub(crate) fn shifted(sys: &System, settings: &Settings, bias: Bias) -> Result<Self> {
         let eta = block_steps(sys, settings.block_step);
         let blocks = sys
             .cones()
@@ -404,7 +410,7 @@ impl ProblemData {
             },
             blocks,
             op,
-            r: to_f32(&effective_r(sys, settings)),
+            r: to_f32(&effective_r(sys, bias)),
             compliance: to_f32(sys.compliance()),
             precond,
             gamma: to_f32(&gamma_f64),

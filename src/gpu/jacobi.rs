@@ -2,16 +2,12 @@
 //! two dispatches, [`super::engine::Engine::apply`]) and the projected step over blocks into
 //! the other of two ping-pong `γ` buffers.
 
-use std::sync::Arc;
-
 use super::context::GpuContext;
 use super::data::ProblemData;
-use super::engine::{Engine, GpuStats, Step};
+use super::engine::{Engine, Step};
 use super::kernels::JACOBI_STEP;
-use super::program::{Device, GpuKernels, Program};
+use super::program::{GpuKernels, GpuSolver, Method, Program};
 use crate::error::Result;
-use crate::problem::System;
-use crate::solver::{Report, Settings, Solver};
 
 struct JacobiProgram {
     gamma: [wgpu::Buffer; 2],
@@ -92,6 +88,20 @@ impl GpuKernels {
     }
 }
 
+/// The projected Jacobi kernels as a GPU [`Method`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JacobiMethod;
+
+impl Method for JacobiMethod {
+    const NAME: &'static str = "jacobi-gpu";
+    // The De Saxcé shift is part of the projected step.
+    const OUTER_COULOMB: bool = false;
+
+    fn kernels(&self, ctx: &GpuContext, data: &ProblemData) -> Result<GpuKernels> {
+        GpuKernels::jacobi(ctx, data)
+    }
+}
+
 /// Projected Jacobi on the GPU in `f32`; registry name `jacobi-gpu`.
 ///
 /// Same iteration as [`crate::solver::Jacobi`] (`ω` default 0.3, `η_k` from the settings'
@@ -99,47 +109,6 @@ impl GpuKernels {
 /// assembled problems. The residual is measured on the GPU every
 /// [`super::READBACK_EVERY`] iterations, so the iteration count is a multiple of it (or
 /// `max_iter`); the returned impulses are certified in `f64` on the CPU. The device is opened
-/// at the first solve (without an adapter every solve is an [`crate::Error::Gpu`]); kernels
-/// and buffers are kept for the next problem of the same sizes.
-#[derive(Debug, Default)]
-pub struct JacobiGpu {
-    device: Device,
-}
-
-impl JacobiGpu {
-    /// A solver on an already opened device.
-    pub fn with_context(context: Arc<GpuContext>) -> Self {
-        JacobiGpu {
-            device: Device::with_context(context),
-        }
-    }
-
-    /// [`Solver::solve`] that also returns the host–GPU traffic counters.
-    pub fn solve_with_stats(
-        &self,
-        sys: &System,
-        settings: &Settings,
-    ) -> Result<(Report, GpuStats)> {
-        settings.validate(sys.rows())?;
-        let data = ProblemData::new(sys, settings)?;
-        self.device.reset_stats();
-        let report = self.device.with_kernels(
-            self.name(),
-            &data,
-            |ctx| GpuKernels::jacobi(ctx, &data),
-            |k| k.solve(self.name(), sys, settings, &data),
-        )?;
-        Ok((report, self.device.stats()))
-    }
-}
-
-impl Solver for JacobiGpu {
-    fn name(&self) -> &'static str {
-        "jacobi-gpu"
-    }
-
-    fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
-        self.solve_with_stats(sys, settings)
-            .map(|(report, _)| report)
-    }
-}
+/// at the first solve (without an adapter every solve is an [`crate::Error::Gpu`]); a
+/// session keeps kernels and buffers for the next problem of the same sizes.
+pub type JacobiGpu = GpuSolver<JacobiMethod>;

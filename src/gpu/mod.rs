@@ -16,7 +16,8 @@
 //!   after each, and the impulses once at the end, certified in `f64` on the CPU.
 //! - [`bandwidth`]: the device's memory bandwidth, measured by a copy kernel.
 //! - The solvers [`JacobiGpu`], [`SpgGpu`], [`ApgdGpu`] (`jacobi-gpu`, `spg-gpu`,
-//!   `apgd-gpu`) keep their kernels and buffers for the next problem of the same sizes.
+//!   `apgd-gpu`): one shell, [`GpuSolver`] over a [`Method`]; their [`GpuSession`]s keep
+//!   kernels and buffers for the next problem of the same sizes.
 
 mod apgd;
 pub mod bandwidth;
@@ -29,7 +30,7 @@ pub mod kernels;
 mod program;
 mod spg;
 
-pub use apgd::ApgdGpu;
+pub use apgd::{ApgdGpu, ApgdMethod};
 pub use context::{ADAPTER_ENV, AdapterSummary, GpuContext, adapters};
 pub use data::{
     ApgdState, Apply, CONE_BILATERAL, CONE_COULOMB, CONE_UNILATERAL, GpuBlock, GpuLink, MAX_GLL,
@@ -37,6 +38,6 @@ pub use data::{
     SLOT_RESIDUAL, SLOTS, SpgConfig, SpgState,
 };
 pub use engine::{GpuStats, dispatch_once};
-pub use jacobi::JacobiGpu;
-pub use program::{GpuKernels, READBACK_EVERY};
-pub use spg::SpgGpu;
+pub use jacobi::{JacobiGpu, JacobiMethod};
+pub use program::{GpuKernels, GpuSession, GpuSolver, Method, READBACK_EVERY};
+pub use spg::{SpgGpu, SpgMethod};

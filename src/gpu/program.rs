@@ -1,8 +1,10 @@
 //! The kernels of one GPU solver with their buffers ([`GpuKernels`]), the solve loop they
 //! share (residual on the GPU every [`READBACK_EVERY`] iterations, `f64` certification of
-//! the returned impulses on the CPU), and the device and kernel cache of a solver.
+//! the returned impulses on the CPU), and the one solver shell of the three GPU solvers
+//! ([`GpuSolver`] over a [`Method`], with its [`GpuSession`] that keeps the kernels and
+//! buffers while the problem's sizes stand).
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use super::context::GpuContext;
 use super::data::{Monitor, ProblemData};
@@ -11,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::problem::System;
 use crate::problem::merit::{self, Residual};
 use crate::solver::progress::{Progress, biased_velocity};
-use crate::solver::{Report, Settings, Status};
+use crate::solver::{Bias, Report, Session, Settings, Solver, Status, coulomb};
 
 /// Iterations recorded per command buffer; the residual (a few scalars) is read back after
 /// each submission only, the impulses once at the end.
@@ -139,7 +141,7 @@ impl GpuKernels {
         self.engine.read_monitors(if first { 2 } else { 1 })
     }
 
-    /// Solves the problem of `data` (uploaded, same as `sys` under `settings`): chunks of
+    /// Solves the problem of `data` (uploaded, same as `sys` with `bias` under `settings`): chunks of
     /// [`READBACK_EVERY`] iterations, each followed by the residual and the best-iterate
     /// bookkeeping on the GPU and one readback of a [`Monitor`]; the first submission also
     /// measures the initial iterate. The returned impulses (the last iterate if converged,
@@ -150,6 +152,7 @@ impl GpuKernels {
         name: &'static str,
         sys: &System,
         settings: &Settings,
+        bias: Bias,
         data: &ProblemData,
     ) -> Result<Report> {
         let mut state: Option<(Progress, Option<Status>)> = None;
@@ -206,7 +209,7 @@ impl GpuKernels {
                 .collect(),
             None => data.gamma_f64.clone(),
         };
-        let u = biased_velocity(sys, settings, &gamma);
+        let u = biased_velocity(sys, bias, &gamma);
         let certified = merit::residual(sys, &gamma, &u, settings.friction, &data.eta);
         Ok(progress.report(name, sys, status, gamma, certified))
     }
@@ -222,40 +225,61 @@ fn residual(m: &Monitor) -> Residual {
     }
 }
 
-/// A GPU solver's device (opened at its first solve) and its kernels, kept between solves:
-/// a problem of the same sizes as the previous one (the next step of a simulation, the next
-/// outer round of the Coulomb fixed point) only uploads its data.
-#[derive(Default)]
-pub(crate) struct Device {
+/// What tells one GPU solver from another: its name, parameters, the data its kernels read
+/// and the kernels themselves. [`GpuSolver`] and [`GpuSession`] are the shell they share.
+pub trait Method: Clone + Default + std::fmt::Debug + Send + Sync + 'static {
+    /// The registry name.
+    const NAME: &'static str;
+    /// Whether the Coulomb model runs as the outer De Saxcé fixed point of the CPU solvers
+    /// (`solver::coulomb`) around CCP solves, rather than inside the kernels.
+    const OUTER_COULOMB: bool;
+
+    /// Checks the parameters.
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// The data of `sys` with `bias` added to `r`, under `settings`.
+    fn data(&self, sys: &System, settings: &Settings, bias: Bias) -> Result<ProblemData> {
+        ProblemData::shifted(sys, settings, bias)
+    }
+
+    /// The kernels on `data`.
+    fn kernels(&self, ctx: &GpuContext, data: &ProblemData) -> Result<GpuKernels>;
+}
+
+/// A GPU solver: a [`Method`] and its device, opened at the first [`Solver::prepare`]
+/// (without an adapter that is an [`Error::Gpu`]) and shared by its sessions.
+#[derive(Debug, Default)]
+pub struct GpuSolver<M> {
+    method: M,
     context: OnceLock<std::result::Result<Arc<GpuContext>, String>>,
-    cache: Mutex<(Option<GpuKernels>, GpuStats)>,
 }
 
-impl std::fmt::Debug for Device {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Device").finish_non_exhaustive()
-    }
-}
-
-impl Device {
-    /// A device already opened.
-    pub(crate) fn with_context(context: Arc<GpuContext>) -> Self {
-        Device {
+impl<M: Method> GpuSolver<M> {
+    /// The solver on an already opened device.
+    pub fn with_context(context: Arc<GpuContext>) -> Self {
+        GpuSolver {
+            method: M::default(),
             context: OnceLock::from(Ok(context)),
-            cache: Mutex::default(),
         }
     }
 
-    /// The same device without its kernels.
-    pub(crate) fn without_kernels(self) -> Self {
-        Device {
+    /// The method (parameters).
+    pub(crate) fn method(&self) -> &M {
+        &self.method
+    }
+
+    /// The same solver with another method, on the same device.
+    pub(crate) fn map_method(self, method: M) -> Self {
+        GpuSolver {
+            method,
             context: self.context,
-            cache: Mutex::default(),
         }
     }
 
-    /// The device, opened at the first call; `name` labels the error.
-    pub(crate) fn context(&self, name: &str) -> Result<&GpuContext> {
+    /// The device, opened at the first call.
+    fn context(&self) -> Result<Arc<GpuContext>> {
         self.context
             .get_or_init(|| {
                 GpuContext::new().map(Arc::new).map_err(|e| match e {
@@ -263,44 +287,107 @@ impl Device {
                     other => other.to_string(),
                 })
             })
-            .as_deref()
-            .map_err(|m| Error::Gpu(format!("{name}: {m}")))
+            .clone()
+            .map_err(|m| Error::Gpu(format!("{}: {m}", M::NAME)))
     }
 
-    /// Zeroes the traffic counters (at the start of a solve).
-    pub(crate) fn reset_stats(&self) {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner()).1 = GpuStats::default();
+    /// A session on the device (opened if needed), after checking the parameters.
+    pub fn session(&self) -> Result<GpuSession<M>> {
+        self.method.check()?;
+        Ok(GpuSession {
+            method: self.method.clone(),
+            context: self.context()?,
+            kernels: None,
+            stats: GpuStats::default(),
+            analyses: 0,
+        })
     }
 
-    /// The traffic counters since [`Device::reset_stats`].
-    pub(crate) fn stats(&self) -> GpuStats {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner()).1
-    }
-
-    /// Runs `f` on the cached kernels reloaded with `data` when it fits them, else on new
-    /// ones from `build`.
-    pub(crate) fn with_kernels<T>(
+    /// [`Solver::solve`] that also returns the host–GPU traffic counters.
+    pub fn solve_with_stats(
         &self,
-        name: &str,
-        data: &ProblemData,
-        build: impl FnOnce(&GpuContext) -> Result<GpuKernels>,
-        f: impl FnOnce(&mut GpuKernels) -> Result<T>,
-    ) -> Result<T> {
-        let ctx = self.context(name)?;
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        let (kernels, stats) = &mut *cache;
-        let reused = kernels.as_mut().is_some_and(|k| k.reload(data));
-        if !reused {
-            *kernels = None;
-            *kernels = Some(build(ctx)?);
-        }
-        let k = kernels.as_mut().expect("set above");
-        let before = k.stats();
-        let out = f(k);
-        let after = k.stats();
-        stats.submissions += after.submissions - before.submissions;
-        stats.readbacks += after.readbacks - before.readbacks;
-        stats.reused = reused;
-        out
+        sys: &System,
+        settings: &Settings,
+    ) -> Result<(Report, GpuStats)> {
+        self.session()?.solve_with_stats(sys, settings)
+    }
+}
+
+impl<M: Method> Solver for GpuSolver<M> {
+    fn name(&self) -> &'static str {
+        M::NAME
+    }
+
+    fn prepare(&self, _sys: &System, _settings: &Settings) -> Result<Box<dyn Session>> {
+        Ok(Box::new(self.session()?))
+    }
+}
+
+/// A GPU solver's session: the kernels and buffers of the last problem, kept while the
+/// problem's sizes stand (the next step of a simulation, the next outer round of the
+/// Coulomb fixed point only upload their data) and rebuilt when they change.
+pub struct GpuSession<M> {
+    method: M,
+    context: Arc<GpuContext>,
+    kernels: Option<GpuKernels>,
+    /// Traffic of the last solve.
+    stats: GpuStats,
+    analyses: usize,
+}
+
+impl<M: Method> GpuSession<M> {
+    /// [`Session::solve`] that also returns the host–GPU traffic counters of this solve.
+    pub fn solve_with_stats(
+        &mut self,
+        sys: &System,
+        settings: &Settings,
+    ) -> Result<(Report, GpuStats)> {
+        settings.validate(sys.rows())?;
+        self.stats = GpuStats::default();
+        let GpuSession {
+            method,
+            context,
+            kernels,
+            stats,
+            analyses,
+        } = self;
+        let mut solve = |s: &Settings, bias: Bias| -> Result<Report> {
+            let data = method.data(sys, s, bias)?;
+            let reused = kernels.as_mut().is_some_and(|k| k.reload(&data));
+            if !reused {
+                *kernels = None;
+                *kernels = Some(method.kernels(context, &data)?);
+                *analyses += 1;
+            }
+            let k = kernels.as_mut().expect("set above");
+            let before = k.stats();
+            let out = k.solve(M::NAME, sys, s, bias, &data);
+            let after = k.stats();
+            stats.submissions += after.submissions - before.submissions;
+            stats.readbacks += after.readbacks - before.readbacks;
+            stats.reused = reused;
+            out
+        };
+        let report = if M::OUTER_COULOMB {
+            coulomb::solve(M::NAME, sys, settings, solve)?
+        } else {
+            solve(settings, None)?
+        };
+        Ok((report, self.stats))
+    }
+}
+
+impl<M: Method> Session for GpuSession<M> {
+    fn name(&self) -> &'static str {
+        M::NAME
+    }
+
+    fn solve(&mut self, sys: &System, settings: &Settings) -> Result<Report> {
+        self.solve_with_stats(sys, settings)
+            .map(|(report, _)| report)
+    }
+
+    fn analyses(&self) -> usize {
+        self.analyses
     }
 }

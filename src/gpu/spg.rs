@@ -5,16 +5,13 @@
 //! BB step, and the update of `x` and `g`; `g = A x + b` recomputed every
 //! [`crate::solver::Spg::REFRESH`] iterations.
 
-use std::sync::Arc;
-
 use super::context::GpuContext;
 use super::data::{MAX_GLL, ProblemData, SLOT_A, SLOT_B, SLOT_C, SpgConfig, SpgState};
-use super::engine::{Engine, GpuStats, Step};
+use super::engine::{Engine, Step};
 use super::kernels::{Domain, SPG_CURVATURE, SPG_DIRECTION, SPG_SCALARS, SPG_UPDATE};
-use super::program::{Device, GpuKernels, Program};
+use super::program::{GpuKernels, GpuSolver, Method, Program};
 use crate::error::{Error, Result};
-use crate::problem::System;
-use crate::solver::{Report, Settings, Solver, Spg, SpgParams, coulomb};
+use crate::solver::{Spg, SpgParams};
 
 struct SpgProgram {
     x: wgpu::Buffer,
@@ -167,63 +164,39 @@ impl GpuKernels {
 /// blocks whose projection is the identity or zero are computed without cancellation, and the
 /// gradient is refreshed on the iteration count (the CPU counts line searches, which differ
 /// only after a stationary step).
-#[derive(Debug, Default)]
-pub struct SpgGpu {
+pub type SpgGpu = GpuSolver<SpgMethod>;
+
+/// The P-SPG-FB kernels with their parameters as a GPU [`Method`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpgMethod {
     params: SpgParams,
-    device: Device,
 }
 
-impl SpgGpu {
-    /// A solver with default parameters on an already opened device.
-    pub fn with_context(context: Arc<GpuContext>) -> Self {
-        SpgGpu {
-            params: SpgParams::default(),
-            device: Device::with_context(context),
-        }
-    }
+impl Method for SpgMethod {
+    const NAME: &'static str = "spg-gpu";
+    const OUTER_COULOMB: bool = true;
 
-    /// The same solver with `params` (the kernels built so far are dropped: their
-    /// configuration holds the parameters).
-    pub fn with_params(self, params: SpgParams) -> Self {
-        SpgGpu {
-            params,
-            device: self.device.without_kernels(),
-        }
-    }
-
-    /// [`Solver::solve`] that also returns the host–GPU traffic counters.
-    pub fn solve_with_stats(
-        &self,
-        sys: &System,
-        settings: &Settings,
-    ) -> Result<(Report, GpuStats)> {
-        settings.validate(sys.rows())?;
+    fn check(&self) -> Result<()> {
         Spg {
             params: self.params,
         }
         .check()?;
-        config(&self.params, 0)?;
-        self.device.reset_stats();
-        let report = coulomb::solve(self.name(), sys, settings, |s| {
-            let data = ProblemData::new(sys, s)?;
-            self.device.with_kernels(
-                self.name(),
-                &data,
-                |ctx| GpuKernels::spg(ctx, &data, &self.params),
-                |k| k.solve(self.name(), sys, s, &data),
-            )
-        })?;
-        Ok((report, self.device.stats()))
+        config(&self.params, 0).map(|_| ())
+    }
+
+    fn kernels(&self, ctx: &GpuContext, data: &ProblemData) -> Result<GpuKernels> {
+        GpuKernels::spg(ctx, data, &self.params)
     }
 }
 
-impl Solver for SpgGpu {
-    fn name(&self) -> &'static str {
-        "spg-gpu"
+impl SpgGpu {
+    /// The same solver with `params`, on the same device.
+    pub fn with_params(self, params: SpgParams) -> Self {
+        self.map_method(SpgMethod { params })
     }
 
-    fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
-        self.solve_with_stats(sys, settings)
-            .map(|(report, _)| report)
+    /// The parameters.
+    pub fn params(&self) -> &SpgParams {
+        &self.method().params
     }
 }

@@ -13,7 +13,7 @@ use crate::report::snapshot::fit_bounds;
 use crate::report::{
     SceneView, SnapshotSettings, StepStats, StepsCsv, write_pvd, write_snapshot, write_vtk,
 };
-use crate::solver::Solver;
+use crate::solver::Runner;
 
 /// What a run writes besides `steps.csv`.
 #[derive(Debug, Clone, Default)]
@@ -93,11 +93,11 @@ fn view<'a>(
     }
 }
 
-/// Runs `steps` steps of `scene` with `solver`, writing the outputs; `on_step` sees each
-/// step's statistics (a progress bar, a test).
+/// Runs `steps` steps of `scene` with `solver` (one session for the whole run), writing the
+/// outputs; `on_step` sees each step's statistics (a progress bar, a test).
 pub fn run(
     scene: &mut Scene,
-    solver: &dyn Solver,
+    solver: &mut Runner,
     steps: usize,
     outputs: &Outputs,
     mut on_step: impl FnMut(&StepStats),

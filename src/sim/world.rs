@@ -16,7 +16,7 @@ use crate::problem::{
     Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System,
 };
 use crate::report::StepStats;
-use crate::solver::{Criterion, Report, Settings, Solver};
+use crate::solver::{Criterion, Report, Runner, Settings};
 
 /// Parameters of the time stepper.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -338,13 +338,13 @@ impl World {
         }
     }
 
-    /// Advances one step with `solver`.
-    pub fn step(&mut self, solver: &dyn Solver) -> Result<StepStats> {
+    /// Advances one step with `solver` (its session is kept for the next steps).
+    pub fn step(&mut self, solver: &mut Runner) -> Result<StepStats> {
         self.step_with_report(solver).map(|(stats, _)| stats)
     }
 
     /// Advances one step with `solver`; also returns the solver's report of the step.
-    pub fn step_with_report(&mut self, solver: &dyn Solver) -> Result<(StepStats, Report)> {
+    pub fn step_with_report(&mut self, solver: &mut Runner) -> Result<(StepStats, Report)> {
         let start = Instant::now();
         let h = self.settings.dt;
         self.prescribe();

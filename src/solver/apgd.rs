@@ -9,7 +9,10 @@
 //! `∇f(y)·(x⁺ − x) > 0` the momentum is thrown away (`y⁺ = x⁺`, `θ⁺ = 1`). Gradients along the
 //! way are updated from `A d` (affine gradient): one product per trial step.
 
-use super::{Report, Settings, Solver, block_steps, coulomb, drive, effective_r, velocity_into};
+use super::{
+    Bias, Report, Session, Settings, Solver, Stateless, StatelessSession, block_steps, coulomb,
+    drive, effective_r, velocity_into,
+};
 use crate::error::Result;
 use crate::problem::System;
 
@@ -23,9 +26,9 @@ impl Apgd {
     /// Factor by which `L` shrinks after each iteration (Mazhar et al.: 0.9).
     pub const SHRINK: f64 = 0.9;
 
-    fn solve_ccp(&self, sys: &System, settings: &Settings) -> Report {
+    fn solve_ccp(&self, sys: &System, settings: &Settings, bias: Bias) -> Report {
         let m = sys.rows();
-        let b = effective_r(sys, settings);
+        let b = effective_r(sys, bias);
         let eta = block_steps(sys, settings.block_step);
         let project = |x: &mut [f64]| {
             for (k, cone) in sys.cones().iter().enumerate() {
@@ -44,7 +47,7 @@ impl Apgd {
         let (mut u_new, mut step) = (vec![0.0; m], vec![0.0; m]);
         let mut theta = 1.0f64;
         let mut k = 0usize;
-        drive("apgd", sys, settings, &eta, |x, u| {
+        drive(Self::NAME, sys, settings, bias, &eta, |x, u| {
             if y.is_empty() {
                 y = x.to_vec();
                 g_y = u.to_vec();
@@ -100,11 +103,21 @@ impl Apgd {
 
 impl Solver for Apgd {
     fn name(&self) -> &'static str {
-        "apgd"
+        Self::NAME
     }
 
-    fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
+    fn prepare(&self, _sys: &System, _settings: &Settings) -> Result<Box<dyn Session>> {
+        Ok(Box::new(StatelessSession(*self)))
+    }
+}
+
+impl Stateless for Apgd {
+    const NAME: &'static str = "apgd";
+
+    fn solve_once(&self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
-        coulomb::solve(self.name(), sys, settings, |s| Ok(self.solve_ccp(sys, s)))
+        coulomb::solve(Self::NAME, sys, settings, |s, bias| {
+            Ok(self.solve_ccp(sys, s, bias))
+        })
     }
 }

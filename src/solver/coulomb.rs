@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use super::{Report, Settings, Status, TraceEntry, block_steps};
+use super::{Bias, Report, Settings, Status, TraceEntry, block_steps};
 use crate::error::Result;
 use crate::problem::merit::{self, Residual};
 use crate::problem::{Cone, FrictionModel, System};
@@ -13,24 +13,27 @@ use crate::problem::{Cone, FrictionModel, System};
 /// Outer rounds without improvement of the Coulomb residual before giving up.
 const STALL_ROUNDS: usize = 20;
 
-/// Solves `sys` under `settings.friction` with `inner`, a CCP solver that honours
-/// `Settings::bias` and `Settings::warm_start`. The CCP model goes straight to `inner`; an
-/// error of `inner` ends the solve.
+/// Solves `sys` under `settings.friction` with `inner(settings, bias)`, a CCP solver of the
+/// problem with `r + bias` that honours `Settings::warm_start`. The CCP model goes straight
+/// to `inner`; an error of `inner` ends the solve.
 pub(crate) fn solve(
     name: &'static str,
     sys: &System,
     settings: &Settings,
-    mut inner: impl FnMut(&Settings) -> Result<Report>,
+    mut inner: impl FnMut(&Settings, Bias) -> Result<Report>,
 ) -> Result<Report> {
     let frictional = sys
         .cones()
         .iter()
         .any(|c| matches!(c, Cone::Coulomb { mu } if *mu > 0.0));
     if settings.friction == FrictionModel::Ccp || !frictional {
-        return inner(&Settings {
-            friction: FrictionModel::Ccp,
-            ..settings.clone()
-        });
+        return inner(
+            &Settings {
+                friction: FrictionModel::Ccp,
+                ..settings.clone()
+            },
+            None,
+        );
     }
     let start = Instant::now();
     let eta = block_steps(sys, settings.block_step);
@@ -48,7 +51,7 @@ pub(crate) fn solve(
     let mut trace: Vec<TraceEntry> = Vec::new();
     let mut status = Status::MaxIterations;
     loop {
-        if settings.criterion.of(&res) <= settings.tol {
+        if settings.met(&res) {
             status = Status::Converged;
             break;
         }
@@ -63,13 +66,15 @@ pub(crate) fn solve(
                 bias[range.start] = mu * u[range.start + 1].hypot(u[range.start + 2]);
             }
         }
-        let report = inner(&Settings {
-            friction: FrictionModel::Ccp,
-            max_iter: settings.max_iter - iterations,
-            warm_start: Some(gamma),
-            bias: Some(bias),
-            ..settings.clone()
-        })?;
+        let report = inner(
+            &Settings {
+                friction: FrictionModel::Ccp,
+                max_iter: settings.max_iter - iterations,
+                warm_start: Some(gamma),
+                ..settings.clone()
+            },
+            Some(&bias),
+        )?;
         let offset_t = trace.last().map_or(0.0, |t| t.time_s);
         trace.extend(report.trace.iter().skip(1).map(|t| TraceEntry {
             iteration: t.iteration + iterations,

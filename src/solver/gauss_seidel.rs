@@ -6,7 +6,8 @@
 //! Jacobian) whatever the problem size; in the assembled form the block row of `N` is read.
 
 use super::{
-    Report, Settings, Solver, block_steps, drive, effective_r, projected_step, velocity_into,
+    Report, Session, Settings, Solver, Stateless, StatelessSession, block_steps, drive,
+    effective_r, projected_step, velocity_into,
 };
 use crate::error::Result;
 use crate::problem::System;
@@ -22,18 +23,26 @@ impl GaussSeidel {
 
 impl Solver for GaussSeidel {
     fn name(&self) -> &'static str {
-        "pgs"
+        Self::NAME
     }
 
-    fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
+    fn prepare(&self, _sys: &System, _settings: &Settings) -> Result<Box<dyn Session>> {
+        Ok(Box::new(StatelessSession(*self)))
+    }
+}
+
+impl Stateless for GaussSeidel {
+    const NAME: &'static str = "pgs";
+
+    fn solve_once(&self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
         let omega = settings.omega.unwrap_or(Self::DEFAULT_OMEGA);
         let eta = block_steps(sys, settings.block_step);
         let op = sys.operator();
         let mut aux = vec![0.0; op.aux_len()];
         let mut fresh = true;
-        let r_eff = effective_r(sys, settings);
-        Ok(drive(self.name(), sys, settings, &eta, |gamma, u| {
+        let r_eff = effective_r(sys, None);
+        Ok(drive(Self::NAME, sys, settings, None, &eta, |gamma, u| {
             // w = M⁻¹ Jᵀ γ is built once from the initial iterate, then kept up to date by the
             // sweeps (the driver does not touch γ between them).
             if fresh {

@@ -5,7 +5,8 @@
 use rayon::prelude::*;
 
 use super::{
-    Report, Settings, Solver, block_steps, drive, effective_r, projected_step, velocity_into,
+    Report, Session, Settings, Solver, Stateless, StatelessSession, block_steps, drive,
+    effective_r, projected_step, velocity_into,
 };
 use crate::error::Result;
 use crate::problem::System;
@@ -22,17 +23,25 @@ impl Jacobi {
 
 impl Solver for Jacobi {
     fn name(&self) -> &'static str {
-        "jacobi"
+        Self::NAME
     }
 
-    fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
+    fn prepare(&self, _sys: &System, _settings: &Settings) -> Result<Box<dyn Session>> {
+        Ok(Box::new(StatelessSession(*self)))
+    }
+}
+
+impl Stateless for Jacobi {
+    const NAME: &'static str = "jacobi";
+
+    fn solve_once(&self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
         let omega = settings.omega.unwrap_or(Self::DEFAULT_OMEGA);
         let eta = block_steps(sys, settings.block_step);
         let ranges: Vec<_> = (0..sys.blocks()).map(|k| sys.block_range(k)).collect();
         let mut next = vec![[0.0f64; 3]; sys.blocks()];
-        let r_eff = effective_r(sys, settings);
-        Ok(drive(self.name(), sys, settings, &eta, |gamma, u| {
+        let r_eff = effective_r(sys, None);
+        Ok(drive(Self::NAME, sys, settings, None, &eta, |gamma, u| {
             next.par_iter_mut()
                 .with_min_len(crate::PAR_MIN_ITEMS)
                 .enumerate()

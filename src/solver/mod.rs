@@ -45,10 +45,6 @@ pub struct Settings {
     pub block_step: BlockStep,
     /// Initial impulses (warm start); projected on `K` before use. `None` starts from zero.
     pub warm_start: Option<Vec<f64>>,
-    /// A vector added to `r` (the De Saxcé term of the Coulomb fixed point's inner solves);
-    /// `None` for the problem as given.
-    #[serde(skip)]
-    pub bias: Option<Vec<f64>>,
 }
 
 /// The residual a solve stops on.
@@ -97,12 +93,17 @@ impl Default for Settings {
             stall_iterations: 10_000,
             block_step: BlockStep::default(),
             warm_start: None,
-            bias: None,
         }
     }
 }
 
 impl Settings {
+    /// Whether `residual` meets the tolerance on the settings' criterion: the one test of
+    /// convergence of every solver.
+    pub fn met(&self, residual: &merit::Residual) -> bool {
+        self.criterion.of(residual) <= self.tol
+    }
+
     /// Checks the ranges that do not depend on the solver; `rows` is the problem size.
     pub fn validate(&self, rows: usize) -> Result<()> {
         if !(self.tol.is_finite() && self.tol >= 0.0) {
@@ -212,12 +213,109 @@ pub struct Report {
 }
 
 /// A solver of the cone complementarity problem.
+///
+/// A solver is a description (its name and parameters); what depends on a problem's
+/// structure (a symbolic factorization, GPU buffers and kernels, workspaces) lives in the
+/// [`Session`] that [`Solver::prepare`] returns, so that a sequence of problems of one pattern
+/// (the time steps of a simulation, the outer rounds of a fixed point) pays for it once.
 pub trait Solver: Send + Sync {
     /// The registry name.
     fn name(&self) -> &'static str;
 
-    /// Solves `sys`. `Err` only for invalid settings; non-convergence is a [`Status`].
-    fn solve(&self, sys: &System, settings: &Settings) -> Result<Report>;
+    /// A session for problems shaped like `sys`. `Err` for invalid settings or parameters,
+    /// or a device that cannot be opened (GPU solvers).
+    fn prepare(&self, sys: &System, settings: &Settings) -> Result<Box<dyn Session>>;
+
+    /// Solves `sys` once: [`Solver::prepare`] then [`Session::solve`]. `Err` only for invalid
+    /// settings (and, on the GPU, device errors); non-convergence is a [`Status`].
+    fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
+        self.prepare(sys, settings)?.solve(sys, settings)
+    }
+}
+
+/// A solver prepared for problems of one pattern (faer's symbolic/numeric split, Clarabel's
+/// solver object): [`Session::solve`] reuses the analysis while the pattern stands and makes
+/// a new one, by itself, when a problem of another pattern comes.
+pub trait Session: Send {
+    /// The registry name of the solver.
+    fn name(&self) -> &'static str;
+
+    /// Solves `sys` under `settings` (warm start included), reusing the analysis when `sys`
+    /// has the pattern of the previous problem. `Err` only for invalid settings or device
+    /// errors; non-convergence is a [`Status`].
+    fn solve(&mut self, sys: &System, settings: &Settings) -> Result<Report>;
+
+    /// How many analyses (symbolic factorizations, GPU buffer and kernel sets) this session
+    /// has made so far; solves beyond that number reused one. Zero for the solvers that
+    /// analyse nothing.
+    fn analyses(&self) -> usize;
+}
+
+/// A solver whose solves share nothing but the solver's parameters (the iterative CPU
+/// solvers, the simplex): its session is a copy of it.
+pub(crate) trait Stateless: Clone + Send + Sync + 'static {
+    /// The registry name.
+    const NAME: &'static str;
+    /// Solves `sys` under `settings`.
+    fn solve_once(&self, sys: &System, settings: &Settings) -> Result<Report>;
+}
+
+/// The session of a [`Stateless`] solver.
+pub(crate) struct StatelessSession<S>(pub(crate) S);
+
+impl<S: Stateless> Session for StatelessSession<S> {
+    fn name(&self) -> &'static str {
+        S::NAME
+    }
+
+    fn solve(&mut self, sys: &System, settings: &Settings) -> Result<Report> {
+        self.0.solve_once(sys, settings)
+    }
+
+    fn analyses(&self) -> usize {
+        0
+    }
+}
+
+/// A solver and the session of the problems it has solved so far, prepared at the first
+/// one: what a simulation keeps for a whole run.
+pub struct Runner {
+    solver: Box<dyn Solver>,
+    session: Option<Box<dyn Session>>,
+}
+
+impl Runner {
+    /// A runner of `solver`, not yet prepared.
+    pub fn new(solver: Box<dyn Solver>) -> Self {
+        Runner {
+            solver,
+            session: None,
+        }
+    }
+
+    /// The solver's registry name.
+    pub fn name(&self) -> &'static str {
+        self.solver.name()
+    }
+
+    /// The solver.
+    pub fn solver(&self) -> &dyn Solver {
+        self.solver.as_ref()
+    }
+
+    /// Solves `sys` in the run's session (prepared on the first call).
+    pub fn solve(&mut self, sys: &System, settings: &Settings) -> Result<Report> {
+        let session = match &mut self.session {
+            Some(session) => session,
+            slot => slot.insert(self.solver.prepare(sys, settings)?),
+        };
+        session.solve(sys, settings)
+    }
+
+    /// Analyses made so far by the session (0 before the first solve).
+    pub fn analyses(&self) -> usize {
+        self.session.as_ref().map_or(0, |s| s.analyses())
+    }
 }
 
 /// An iterate whose ∞-norm exceeds this factor times that of the first iterates (warm start
@@ -233,29 +331,31 @@ pub const DIVERGENCE_FACTOR: f64 = 1e12;
 /// current iterate, it moves `γ` and leaves `u` the velocity of the new iterate, and returns
 /// the number of products with `N` (or sweeps of equal cost) it spent. The driver computes
 /// the residual (with the solver's block steps `eta`), the trace entry, keeps the best
-/// iterate and decides whether to stop. `bias` is zero except in the inner solves of the
+/// iterate and decides whether to stop. `bias` is `None` except in the inner solves of the
 /// Coulomb fixed point ([`coulomb`]).
 pub(crate) fn drive(
     name: &'static str,
     sys: &System,
     settings: &Settings,
+    bias: Bias,
     eta: &[f64],
     step: impl FnMut(&mut [f64], &mut [f64]) -> usize + Send,
 ) -> Report {
     // Inside the pool, a parallel loop shorter than `PAR_MIN_ITEMS` runs on this worker
     // instead of being handed to another thread every iteration.
-    rayon::scope(|_| iterate(name, sys, settings, eta, step))
+    rayon::scope(|_| iterate(name, sys, settings, bias, eta, step))
 }
 
 fn iterate(
     name: &'static str,
     sys: &System,
     settings: &Settings,
+    bias: Bias,
     eta: &[f64],
     mut step: impl FnMut(&mut [f64], &mut [f64]) -> usize,
 ) -> Report {
     let mut gamma = progress::initial_iterate(sys, settings);
-    let mut u = progress::biased_velocity(sys, settings, &gamma);
+    let mut u = progress::biased_velocity(sys, bias, &gamma);
     let res = merit::residual(sys, &gamma, &u, settings.friction, eta);
     let (mut progress, mut status) = Progress::new(settings, &gamma, res);
     if settings.max_iter == 0 && status.is_none() {
@@ -272,9 +372,13 @@ fn iterate(
     progress.finish(name, sys, status, gamma)
 }
 
+/// A vector added to `r`: the De Saxcé term `(μ‖u_t‖, 0, 0)` of the inner solves of the
+/// Coulomb fixed point ([`coulomb`]); `None` for the problem as given.
+pub(crate) type Bias<'a> = Option<&'a [f64]>;
+
 /// `r + bias`: the vector of the problem a solve works on.
-pub(crate) fn effective_r(sys: &System, settings: &Settings) -> Vec<f64> {
-    match &settings.bias {
+pub(crate) fn effective_r(sys: &System, bias: Bias) -> Vec<f64> {
+    match bias {
         Some(bias) => sys.r().iter().zip(bias).map(|(r, b)| r + b).collect(),
         None => sys.r().to_vec(),
     }

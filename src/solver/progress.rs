@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::{DIVERGENCE_FACTOR, Report, Settings, Status, TraceEntry};
+use super::{Bias, DIVERGENCE_FACTOR, Report, Settings, Status, TraceEntry};
 use crate::problem::System;
 use crate::problem::merit::{self, Residual};
 
@@ -20,9 +20,9 @@ pub(crate) fn initial_iterate(sys: &System, settings: &Settings) -> Vec<f64> {
 }
 
 /// `u = (N + E) γ + r + bias` of the problem a solve works on (one product).
-pub(crate) fn biased_velocity(sys: &System, settings: &Settings, gamma: &[f64]) -> Vec<f64> {
+pub(crate) fn biased_velocity(sys: &System, bias: Bias, gamma: &[f64]) -> Vec<f64> {
     let mut u = sys.velocity(gamma);
-    if let Some(bias) = &settings.bias {
+    if let Some(bias) = bias {
         u.iter_mut().zip(bias).for_each(|(ui, bi)| *ui += bi);
     }
     u
@@ -77,7 +77,7 @@ impl<'a> Progress<'a> {
             iterations: 0,
             products: 1,
         };
-        let status = (value <= settings.tol).then_some(Status::Converged);
+        let status = settings.met(&res).then_some(Status::Converged);
         (progress, status)
     }
 
@@ -130,7 +130,7 @@ impl<'a> Progress<'a> {
         if !value.is_finite() || gamma_inf > DIVERGENCE_FACTOR * self.gamma_scale {
             return (Some(Status::NumericalError), false);
         }
-        if value <= self.settings.tol {
+        if self.settings.met(&res) {
             return (Some(Status::Converged), false);
         }
         let improved = value < self.best.0;

@@ -13,7 +13,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    BlockStep, Report, Settings, Solver, block_steps, coulomb, drive, effective_r, velocity_into,
+    Bias, BlockStep, Report, Session, Settings, Solver, Stateless, StatelessSession, block_steps,
+    coulomb, drive, effective_r, velocity_into,
 };
 use crate::error::{Error, Result};
 use crate::problem::System;
@@ -88,10 +89,10 @@ impl Spg {
     }
 
     /// The QP (CCP) solve.
-    fn solve_ccp(&self, sys: &System, settings: &Settings) -> Report {
+    fn solve_ccp(&self, sys: &System, settings: &Settings, bias: Bias) -> Report {
         let p = self.params;
         let m = sys.rows();
-        let b = effective_r(sys, settings);
+        let b = effective_r(sys, bias);
         // P = diag(A) averaged within each cone (the preconditioner of paper 004).
         let mean_step = block_steps(sys, BlockStep::MeanDiagonal);
         let mut precond = vec![1.0; m];
@@ -111,7 +112,7 @@ impl Spg {
         let mut history: Vec<f64> = Vec::with_capacity(p.n_gll);
         let mut alpha = p.alpha_0;
         let mut j = 0usize;
-        drive("spg", sys, settings, &eta, |x, g| {
+        drive(Self::NAME, sys, settings, bias, &eta, |x, g| {
             let f = 0.5
                 * x.iter()
                     .zip(g.iter())
@@ -190,12 +191,23 @@ impl Spg {
 
 impl Solver for Spg {
     fn name(&self) -> &'static str {
-        "spg"
+        Self::NAME
     }
 
-    fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
+    fn prepare(&self, _sys: &System, _settings: &Settings) -> Result<Box<dyn Session>> {
+        self.check()?;
+        Ok(Box::new(StatelessSession(*self)))
+    }
+}
+
+impl Stateless for Spg {
+    const NAME: &'static str = "spg";
+
+    fn solve_once(&self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
         self.check()?;
-        coulomb::solve(self.name(), sys, settings, |s| Ok(self.solve_ccp(sys, s)))
+        coulomb::solve(Self::NAME, sys, settings, |s, bias| {
+            Ok(self.solve_ccp(sys, s, bias))
+        })
     }
 }

@@ -120,9 +120,9 @@ pub fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System 
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let mut s = signorini::sim::scene::load(&path, &sets).unwrap();
-    let pgs = registry::solver("pgs").unwrap();
+    let mut pgs = signorini::solver::Runner::new(registry::solver("pgs").unwrap());
     for _ in 0..steps {
-        s.world.step(pgs.as_ref()).unwrap();
+        s.world.step(&mut pgs).unwrap();
     }
     System::new(&s.world.problem().problem).unwrap()
 }

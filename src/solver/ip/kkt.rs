@@ -13,9 +13,10 @@
 //! with dynamic regularization signs (+ for `x`, − for `z`) and a small static
 //! regularization `δ`, and every solve is refined iteratively against the unregularized
 //! matrix. The symbolic analysis (AMD ordering, elimination tree) is computed once per pattern
-//! and shared through [`SymbolicCache`] across iterations, Coulomb rounds and time steps.
+//! and kept in an [`Analysis`] that the interior point's session owns, across iterations,
+//! Coulomb rounds and time steps.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::ldlt::factor::LdltRegularization;
@@ -30,9 +31,13 @@ use super::cones::{Kind, Scaling};
 use super::standard::Standard;
 use crate::error::{Error, Result};
 
-/// The pattern of the last KKT matrix and its symbolic factorization.
-pub(crate) type SymbolicCache =
-    Mutex<Option<(Vec<usize>, Vec<usize>, Arc<SymbolicCholesky<usize>>)>>;
+/// The pattern of a KKT matrix (upper triangle, column-compressed) and its symbolic
+/// factorization: what a new problem of the same pattern reuses.
+pub(crate) struct Analysis {
+    col_ptr: Vec<usize>,
+    row_idx: Vec<usize>,
+    symbolic: Arc<SymbolicCholesky<usize>>,
+}
 
 /// Static regularization on the equilibrated matrix.
 const STATIC_REG: f64 = 1e-14;
@@ -70,8 +75,9 @@ pub(crate) struct Kkt {
 
 impl Kkt {
     /// Assembles the pattern of `std`'s KKT matrix and its index map; takes the symbolic
-    /// factorization from `cache` when the pattern is the cached one.
-    pub fn new(std: &Standard, cache: &SymbolicCache) -> Result<Self> {
+    /// factorization from `analysis` when the pattern is its pattern, else analyses the new
+    /// pattern and stores it there (the `bool` says so).
+    pub fn new(std: &Standard, analysis: &mut Option<Analysis>) -> Result<(Self, bool)> {
         let (n, m) = (std.n, std.m);
         let dim = n + m;
         // (col, row, value, tag) of the upper triangle; tag marks entries whose position is
@@ -127,32 +133,36 @@ impl Kkt {
                 p
             })
             .collect();
-        let symbolic = {
-            let mut cached = cache.lock().unwrap_or_else(|e| e.into_inner());
-            match cached.as_ref() {
-                Some((cp, ri, sym)) if *cp == col_ptr && *ri == row_idx => sym.clone(),
-                _ => {
-                    let pattern =
-                        SymbolicSparseColMatRef::new_checked(dim, dim, &col_ptr, None, &row_idx);
-                    let sym = Arc::new(
-                        factorize_symbolic_cholesky(
-                            pattern,
-                            Side::Upper,
-                            SymmetricOrdering::Amd,
-                            CholeskySymbolicParams::default(),
-                        )
-                        .map_err(|e| Error::Factorization(format!("symbolic analysis: {e:?}")))?,
-                    );
-                    *cached = Some((col_ptr.clone(), row_idx.clone(), sym.clone()));
-                    sym
-                }
+        let fresh = !analysis
+            .as_ref()
+            .is_some_and(|a| a.col_ptr == col_ptr && a.row_idx == row_idx);
+        let symbolic = match analysis.as_ref() {
+            Some(a) if !fresh => a.symbolic.clone(),
+            _ => {
+                let pattern =
+                    SymbolicSparseColMatRef::new_checked(dim, dim, &col_ptr, None, &row_idx);
+                let sym = Arc::new(
+                    factorize_symbolic_cholesky(
+                        pattern,
+                        Side::Upper,
+                        SymmetricOrdering::Amd,
+                        CholeskySymbolicParams::default(),
+                    )
+                    .map_err(|e| Error::Factorization(format!("symbolic analysis: {e:?}")))?,
+                );
+                *analysis = Some(Analysis {
+                    col_ptr: col_ptr.clone(),
+                    row_idx: row_idx.clone(),
+                    symbolic: sym.clone(),
+                });
+                sym
             }
         };
         let req = symbolic
             .factorize_numeric_ldlt_scratch::<f64>(Par::Seq, Default::default())
             .or(symbolic.solve_in_place_scratch::<f64>(1, Par::Seq));
         let nnz = row_idx.len();
-        Ok(Kkt {
+        let kkt = Kkt {
             n,
             col_ptr,
             row_idx,
@@ -166,7 +176,8 @@ impl Kkt {
             l_vals: vec![0.0; symbolic.len_val()],
             symbolic,
             mem: MemBuffer::new(req),
-        })
+        };
+        Ok((kkt, fresh))
     }
 
     /// Writes the values for the scalings of the cone blocks (`None` for free blocks, and

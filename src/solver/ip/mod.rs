@@ -29,7 +29,8 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Report, Settings, Solver, Status, TraceEntry, block_steps, coulomb, effective_r, progress,
+    Bias, Report, Session, Settings, Solver, Status, TraceEntry, block_steps, coulomb, effective_r,
+    progress,
 };
 use crate::error::{Error, Result};
 use crate::problem::merit;
@@ -124,22 +125,18 @@ impl Default for IpParams {
     }
 }
 
-/// The interior point; registry name `ip`.
-#[derive(Debug, Default)]
+/// The interior point; registry name `ip`. Its session keeps the symbolic factorization of
+/// the KKT pattern while the pattern stands.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Ip {
     /// Its parameters.
     pub params: IpParams,
-    /// The symbolic factorization of the last KKT pattern, reused while it stands.
-    cache: kkt::SymbolicCache,
 }
 
 impl Ip {
     /// An interior point with the given parameters.
     pub fn new(params: IpParams) -> Self {
-        Ip {
-            params,
-            cache: Default::default(),
-        }
+        Ip { params }
     }
 
     fn check(&self) -> Result<()> {
@@ -171,19 +168,54 @@ impl Ip {
         }
         Ok(())
     }
+}
 
-    /// The CCP solve (the QP), with `settings.bias` added to `r`.
-    fn solve_ccp(&self, sys: &System, settings: &Settings, params: &IpParams) -> Result<Report> {
+/// The registry name of the interior point.
+const IP_NAME: &str = "ip";
+
+impl Solver for Ip {
+    fn name(&self) -> &'static str {
+        IP_NAME
+    }
+
+    fn prepare(&self, _sys: &System, _settings: &Settings) -> Result<Box<dyn Session>> {
+        self.check()?;
+        Ok(Box::new(IpSession {
+            params: self.params,
+            analysis: None,
+            analyses: 0,
+        }))
+    }
+}
+
+/// The interior point's session: the symbolic analysis of the last KKT pattern, made when a
+/// problem of a new pattern comes and reused while the pattern stands.
+struct IpSession {
+    params: IpParams,
+    analysis: Option<kkt::Analysis>,
+    analyses: usize,
+}
+
+impl IpSession {
+    /// The CCP solve (the QP) of `sys` with `bias` added to `r`.
+    fn solve_ccp(
+        &mut self,
+        sys: &System,
+        settings: &Settings,
+        bias: Bias,
+        params: &IpParams,
+    ) -> Result<Report> {
         let start = Instant::now();
-        let std = Standard::new(sys, settings.bias.as_deref());
-        let mut kkt = kkt::Kkt::new(&std, &self.cache)?;
+        let std = Standard::new(sys, bias);
+        let (mut kkt, fresh) = kkt::Kkt::new(&std, &mut self.analysis)?;
+        self.analyses += usize::from(fresh);
         let warm = match (params.warm_start, &settings.warm_start) {
             (WarmStart::None, _) | (_, None) => None,
             (mode, Some(_)) => {
                 let gamma = progress::initial_iterate(sys, settings);
                 let x = sys.velocities(&gamma).unwrap_or_default();
                 Some(if mode == WarmStart::Full {
-                    let u = progress::biased_velocity(sys, settings, &gamma);
+                    let u = progress::biased_velocity(sys, bias, &gamma);
                     Iterate {
                         x,
                         z: std.z_of(&gamma),
@@ -204,7 +236,7 @@ impl Ip {
         let max_iter = params.max_iter.min(settings.max_iter);
         let outcome = mehrotra::iterate(&std, &mut kkt, params, max_iter, it, |k, it, _| {
             let gamma = std.gamma(&it.z, sys.rows());
-            let u = progress::biased_velocity(sys, settings, &gamma);
+            let u = progress::biased_velocity(sys, bias, &gamma);
             let res = merit::residual(sys, &gamma, &u, settings.friction, &eta);
             trace.push(TraceEntry {
                 iteration: k,
@@ -215,12 +247,12 @@ impl Ip {
             });
         })?;
         let mut gamma = std.gamma(&outcome.iterate.z, sys.rows());
-        let mut u = progress::biased_velocity(sys, settings, &gamma);
+        let mut u = progress::biased_velocity(sys, bias, &gamma);
         let mut status = outcome.status;
         let mut res = merit::residual(sys, &gamma, &u, FrictionModel::Ccp, &eta);
-        if params.polish && settings.criterion.of(&res) > settings.tol {
+        if params.polish && !settings.met(&res) {
             let n = polish::delassus_matrix(sys);
-            let r = effective_r(sys, settings);
+            let r = effective_r(sys, bias);
             let map = polish::NaturalMap {
                 sys,
                 n: &n,
@@ -228,21 +260,21 @@ impl Ip {
                 friction: FrictionModel::Ccp,
             };
             gamma = polish::polish(&map, gamma);
-            u = progress::biased_velocity(sys, settings, &gamma);
+            u = progress::biased_velocity(sys, bias, &gamma);
             res = merit::residual(sys, &gamma, &u, FrictionModel::Ccp, &eta);
         }
         // The settings' tolerance decides, as for every solver: an answer that meets it has
         // converged whatever the interior point's own measures say (they may stall at
         // rounding level on exact answers), and one that misses it (after the polish) has
         // not, even when those measures are met (badly scaled problems).
-        let met = settings.criterion.of(&res) <= settings.tol;
+        let met = settings.met(&res);
         status = match status {
             Status::Stalled | Status::MaxIterations if met => Status::Converged,
             Status::Converged if !met => Status::Stalled,
             other => other,
         };
         Ok(Report {
-            solver: self.name().to_string(),
+            solver: IP_NAME.to_string(),
             status,
             iterations: outcome.iterations,
             time_s: start.elapsed().as_secs_f64(),
@@ -252,16 +284,40 @@ impl Ip {
             trace,
         })
     }
+
+    /// [`IpSession::solve_ccp`] with a failed factorization turned into a
+    /// [`Status::NumericalError`] report of the initial iterate (faer's dynamic
+    /// regularization makes it unexpected).
+    fn inner(&mut self, sys: &System, s: &Settings, bias: Bias, params: &IpParams) -> Report {
+        self.solve_ccp(sys, s, bias, params).unwrap_or_else(|e| {
+            let gamma = progress::initial_iterate(sys, s);
+            let u = progress::biased_velocity(sys, bias, &gamma);
+            let eta = vec![1.0; sys.blocks()];
+            Report {
+                solver: format!("{IP_NAME}: {e}"),
+                status: Status::NumericalError,
+                iterations: 0,
+                time_s: 0.0,
+                residual: merit::residual(sys, &gamma, &u, s.friction, &eta),
+                merit: merit::evaluate(sys, &gamma, s.friction),
+                gamma,
+                trace: Vec::new(),
+            }
+        })
+    }
 }
 
-impl Solver for Ip {
+impl Session for IpSession {
     fn name(&self) -> &'static str {
-        "ip"
+        IP_NAME
     }
 
-    fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
+    fn analyses(&self) -> usize {
+        self.analyses
+    }
+
+    fn solve(&mut self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
-        self.check()?;
         // The second Coulomb round (below) solves its inner problems to rounding level.
         let tight = IpParams {
             tol_primal: TIGHT_TOL,
@@ -269,32 +325,16 @@ impl Solver for Ip {
             tol_mu: TIGHT_TOL,
             ..self.params
         };
-        let inner = |s: &Settings, params: &IpParams| {
-            self.solve_ccp(sys, s, params).unwrap_or_else(|e| {
-                // A failed factorization ends this solve as a numerical error (faer's
-                // dynamic regularization makes it unexpected).
-                let gamma = progress::initial_iterate(sys, s);
-                let u = progress::biased_velocity(sys, s, &gamma);
-                let eta = vec![1.0; sys.blocks()];
-                Report {
-                    solver: format!("{}: {e}", self.name()),
-                    status: Status::NumericalError,
-                    iterations: 0,
-                    time_s: 0.0,
-                    residual: merit::residual(sys, &gamma, &u, s.friction, &eta),
-                    merit: merit::evaluate(sys, &gamma, s.friction),
-                    gamma,
-                    trace: Vec::new(),
-                }
-            })
-        };
-        if settings.friction != FrictionModel::Coulomb || !self.params.polish {
-            return coulomb::solve(self.name(), sys, settings, |s| Ok(inner(s, &self.params)));
+        let params = self.params;
+        if settings.friction != FrictionModel::Coulomb || !params.polish {
+            return coulomb::solve(IP_NAME, sys, settings, |s, bias| {
+                Ok(self.inner(sys, s, bias, &params))
+            });
         }
         // The outer fixed point converges linearly: run it to `COULOMB_SWITCH`, finish with
         // Newton on the Coulomb natural map; if that falls short, once more from there.
         let eta = block_steps(sys, settings.block_step);
-        let r = effective_r(sys, settings);
+        let r = effective_r(sys, None);
         let mut n = None;
         let start = Instant::now();
         let mut phase = Settings {
@@ -303,9 +343,11 @@ impl Solver for Ip {
         };
         let mut total: Option<Report> = None;
         for round in 0..2 {
-            let params = if round == 0 { &self.params } else { &tight };
-            let mut report = coulomb::solve(self.name(), sys, &phase, |s| Ok(inner(s, params)))?;
-            if settings.criterion.of(&report.residual) > settings.tol {
+            let params = if round == 0 { params } else { tight };
+            let mut report = coulomb::solve(IP_NAME, sys, &phase, |s, bias| {
+                Ok(self.inner(sys, s, bias, &params))
+            })?;
+            if !settings.met(&report.residual) {
                 let map = polish::NaturalMap {
                     sys,
                     n: n.get_or_insert_with(|| polish::delassus_matrix(sys)),
@@ -313,7 +355,7 @@ impl Solver for Ip {
                     friction: FrictionModel::Coulomb,
                 };
                 let gamma = polish::polish(&map, report.gamma.clone());
-                let u = progress::biased_velocity(sys, settings, &gamma);
+                let u = progress::biased_velocity(sys, None, &gamma);
                 let res = merit::residual(sys, &gamma, &u, FrictionModel::Coulomb, &eta);
                 if settings.criterion.of(&res) < settings.criterion.of(&report.residual) {
                     report.merit = merit::evaluate(sys, &gamma, FrictionModel::Coulomb);
@@ -321,7 +363,7 @@ impl Solver for Ip {
                     report.gamma = gamma;
                 }
             }
-            let done = settings.criterion.of(&report.residual) <= settings.tol;
+            let done = settings.met(&report.residual);
             report.status = if done {
                 Status::Converged
             } else if report.status == Status::Converged {

@@ -35,7 +35,10 @@ use std::time::Instant;
 
 use nalgebra::DMatrix;
 
-use super::{Report, Settings, Solver, Status, TraceEntry, effective_r, velocity_into};
+use super::{
+    Report, Session, Settings, Solver, Stateless, StatelessSession, Status, TraceEntry,
+    effective_r, velocity_into,
+};
 use crate::error::{Error, Result};
 use crate::problem::merit;
 use crate::problem::{Cone, CsrMatrix, FrictionModel, System};
@@ -83,10 +86,18 @@ pub struct Outcome {
 
 impl Solver for Simplex {
     fn name(&self) -> &'static str {
-        "simplex"
+        Self::NAME
     }
 
-    fn solve(&self, sys: &System, settings: &Settings) -> Result<Report> {
+    fn prepare(&self, _sys: &System, _settings: &Settings) -> Result<Box<dyn Session>> {
+        Ok(Box::new(StatelessSession(*self)))
+    }
+}
+
+impl Stateless for Simplex {
+    const NAME: &'static str = "simplex";
+
+    fn solve_once(&self, sys: &System, settings: &Settings) -> Result<Report> {
         self.run(sys, settings).map(|o| o.report)
     }
 }
@@ -100,7 +111,7 @@ impl Simplex {
     pub fn run(&self, sys: &System, settings: &Settings) -> Result<Outcome> {
         settings.validate(sys.rows())?;
         let start = Instant::now();
-        let r_eff = effective_r(sys, settings);
+        let r_eff = effective_r(sys, None);
         let ctx = Context {
             sys,
             settings,
@@ -123,7 +134,6 @@ impl Simplex {
             let pyramid = pyramid::Pyramid::new(sys, &r_eff, self.facets)?;
             let inner = Settings {
                 warm_start: None,
-                bias: None,
                 ..settings.clone()
             };
             let mut out = self.run(&pyramid.system, &inner)?;
@@ -266,7 +276,7 @@ fn finish(
     let merit = merit::evaluate(sys, &gamma, settings.friction);
     let value = settings.criterion.of(&residual);
     let siconos_ok = merit.siconos_error.is_none_or(|e| e <= settings.tol);
-    if verify && status == Status::Converged && !(value <= settings.tol && siconos_ok) {
+    if verify && status == Status::Converged && !(settings.met(&residual) && siconos_ok) {
         status = Status::NumericalError;
     }
     Report {
