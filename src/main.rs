@@ -258,6 +258,9 @@ fn run(cli: Cli) -> signorini::Result<()> {
                 tol,
                 steps,
             };
+            for s in &suites {
+                options.check(*s)?;
+            }
             let start = std::time::Instant::now();
             let mut notes = Vec::new();
             let devices = options

@@ -118,6 +118,42 @@ pub struct Outcome {
     pub wall_s: f64,
 }
 
+impl Options {
+    /// An option that `suite` does not take, or an unknown solver name, is an error naming
+    /// it.
+    pub fn check(&self, suite: Suite) -> Result<()> {
+        for name in self.solvers.iter().flatten().filter(|n| *n != "all") {
+            registry::solver(name)?;
+        }
+        let misplaced = |name: &'static str, given: bool, takes: &[Suite]| {
+            if given && !takes.contains(&suite) {
+                Err(Error::InvalidSetting {
+                    name,
+                    value: "given".into(),
+                    message: format!(
+                        "the {} suite does not take it (only {})",
+                        suite.name(),
+                        takes
+                            .iter()
+                            .map(|s| s.name())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        misplaced(
+            "tol",
+            self.tol.is_some(),
+            &[Suite::Convergence, Suite::Accuracy],
+        )?;
+        misplaced("steps", self.steps.is_some(), &[Suite::Scaling])?;
+        Ok(())
+    }
+}
+
 /// Runs `suite` with `options` and writes its charts into `dir`; `gpu` is the device of
 /// the GPU rows (none: GPU rows are left out with a note). An option the suite does not
 /// take is an error.
@@ -128,31 +164,7 @@ pub fn run_suite(
     dir: &Path,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Outcome> {
-    let misplaced = |name: &'static str, given: bool, takes: &[Suite]| {
-        if given && !takes.contains(&suite) {
-            Err(Error::InvalidSetting {
-                name,
-                value: "given".into(),
-                message: format!(
-                    "the {} suite does not take it (only {})",
-                    suite.name(),
-                    takes
-                        .iter()
-                        .map(|s| s.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            })
-        } else {
-            Ok(())
-        }
-    };
-    misplaced(
-        "tol",
-        options.tol.is_some(),
-        &[Suite::Convergence, Suite::Accuracy],
-    )?;
-    misplaced("steps", options.steps.is_some(), &[Suite::Scaling])?;
+    options.check(suite)?;
     std::fs::create_dir_all(dir).map_err(|source| Error::Io {
         path: dir.to_path_buf(),
         source,
