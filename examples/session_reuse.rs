@@ -1,11 +1,14 @@
-//! What a solver session saves per time step (issue 13): `balls_in_box` stepped twice in
-//! lockstep, once with one session for the whole run (what `simulate` does) and once with a
-//! new session every step (a solver that keeps nothing), interleaved step by step so both see
-//! the same machine load. Both runs solve the same problems (the physics is deterministic).
+//! What a solver session saves per time step (issue 13): a scene stepped twice in lockstep,
+//! once with one session for the whole run (what `simulate` does) and once with a new
+//! session every step (a solver that keeps nothing), interleaved step by step so both see the
+//! same machine load. Both runs solve the same problems (the physics is deterministic). A
+//! session reuses its analysis only while the pattern stands: every step of the bilateral
+//! network, few steps of a pile whose contacts change.
 //!
 //! ```text
-//! cargo run --release --example session_reuse -- ip 40
-//! cargo run --release --example session_reuse -- jacobi-gpu 100 lattice.0.count=8000
+//! cargo run --release --example session_reuse -- SCENE SOLVER STEPS [key=value ...]
+//! cargo run --release --example session_reuse -- bilateral_network ip 20
+//! cargo run --release --example session_reuse -- balls_in_box jacobi-gpu 100 lattice.0.count=8000
 //! ```
 
 use std::path::Path;
@@ -16,16 +19,17 @@ use signorini::solver::Runner;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let solver = args.first().map_or("ip", String::as_str);
-    let steps: usize = args.get(1).map_or(40, |s| s.parse().expect("a step count"));
-    let sets: Vec<(String, String)> = args[2.min(args.len())..]
+    let scene_name = args.first().map_or("bilateral_network", String::as_str);
+    let solver = args.get(1).map_or("ip", String::as_str);
+    let steps: usize = args.get(2).map_or(20, |s| s.parse().expect("a step count"));
+    let sets: Vec<(String, String)> = args[3.min(args.len())..]
         .iter()
         .map(|kv| {
             let (k, v) = kv.split_once('=').expect("key=value");
             (k.to_string(), v.to_string())
         })
         .collect();
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/balls_in_box.toml");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenes/{scene_name}.toml"));
     let load = || scene::load(&file, &sets).unwrap_or_else(|e| panic!("{e}"));
     let (mut kept_scene, mut fresh_scene) = (load(), load());
     let mut kept = Runner::new(registry::solver(solver).unwrap_or_else(|e| panic!("{e}")));
@@ -44,7 +48,7 @@ fn main() {
     }
     let n = steps as f64;
     println!(
-        "{solver}, balls_in_box {} bodies, {steps} steps (interleaved):",
+        "{solver}, {scene_name} {} bodies, {steps} steps (interleaved):",
         kept_scene.world.bodies.len()
     );
     println!(

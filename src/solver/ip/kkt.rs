@@ -39,6 +39,25 @@ pub(crate) struct Analysis {
     symbolic: Arc<SymbolicCholesky<usize>>,
 }
 
+impl Analysis {
+    /// The values of a matrix of pattern (`col_ptr`, `row_idx`) on this analysis' pattern
+    /// (zeros elsewhere), or `None` when that pattern does not lie within this one.
+    fn embed(&self, col_ptr: &[usize], row_idx: &[usize], vals: &[f64]) -> Option<Vec<f64>> {
+        if col_ptr.len() != self.col_ptr.len() {
+            return None;
+        }
+        let mut out = vec![0.0; self.row_idx.len()];
+        for c in 0..col_ptr.len() - 1 {
+            let (lo, hi) = (self.col_ptr[c], self.col_ptr[c + 1]);
+            let own = &self.row_idx[lo..hi];
+            for k in col_ptr[c]..col_ptr[c + 1] {
+                out[lo + own.binary_search(&row_idx[k]).ok()?] = vals[k];
+            }
+        }
+        Some(out)
+    }
+}
+
 /// Static regularization on the equilibrated matrix.
 const STATIC_REG: f64 = 1e-14;
 /// Dynamic regularization: pivots below `EPS` (or of the wrong sign) become `±DELTA`.
@@ -74,9 +93,11 @@ pub(crate) struct Kkt {
 }
 
 impl Kkt {
-    /// Assembles the pattern of `std`'s KKT matrix and its index map; takes the symbolic
-    /// factorization from `analysis` when the pattern is its pattern, else analyses the new
-    /// pattern and stores it there (the `bool` says so).
+    /// Assembles the pattern of `std`'s KKT matrix and its index map. When the pattern lies
+    /// within the pattern of `analysis` (an entry that is zero in this problem, e.g. a
+    /// Jacobian component of a joint whose direction is still axis-aligned, is kept as an
+    /// explicit zero) the symbolic factorization is reused; otherwise the new pattern is
+    /// analysed and stored there (the `bool` says so).
     pub fn new(std: &Standard, analysis: &mut Option<Analysis>) -> Result<(Self, bool)> {
         let (n, m) = (std.n, std.m);
         let dim = n + m;
@@ -112,6 +133,15 @@ impl Kkt {
         for c in 0..dim {
             col_ptr[c + 1] += col_ptr[c];
         }
+        let mut fresh = true;
+        if let Some(a) = analysis.as_ref() {
+            if let Some(vals) = a.embed(&col_ptr, &row_idx, &static_vals) {
+                col_ptr.clone_from(&a.col_ptr);
+                row_idx.clone_from(&a.row_idx);
+                static_vals = vals;
+                fresh = false;
+            }
+        }
         let pos = |r: usize, c: usize| -> usize {
             let (lo, hi) = (col_ptr[c], col_ptr[c + 1]);
             lo + row_idx[lo..hi]
@@ -133,9 +163,6 @@ impl Kkt {
                 p
             })
             .collect();
-        let fresh = !analysis
-            .as_ref()
-            .is_some_and(|a| a.col_ptr == col_ptr && a.row_idx == row_idx);
         let symbolic = match analysis.as_ref() {
             Some(a) if !fresh => a.symbolic.clone(),
             _ => {
