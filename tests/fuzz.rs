@@ -1,7 +1,7 @@
 //! Mutation fuzzing of every problem reader: Siconos `.dat`, JSON, binary and (with
 //! `--features fclib`) FCLIB HDF5.
 //!
-//! Seeds are the real problem files of `../shared/problems` (and their JSON, binary and
+//! Seeds are the real problem files of `tests/data` (and their JSON, binary and
 //! FCLIB encodings); each input applies 1 to 4 seeded mutations: bit flips, interesting
 //! bytes, truncation, byte insertion and deletion, splices, size fields overwritten with
 //! huge or negative values, and (text) numbers replaced by huge, negative or non-finite

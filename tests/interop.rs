@@ -1,5 +1,5 @@
 //! Problem interchange: exact round trips through every format over every problem file of
-//! `../shared/problems`, corruption errors of the binary format, FCLIB files solved, and a
+//! `tests/data`, corruption errors of the binary format, FCLIB files solved, and a
 //! simulator dump written as FCLIB giving the same solution. The FCLIB parts need
 //! `--features fclib`.
 

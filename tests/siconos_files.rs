@@ -19,7 +19,7 @@ fn siconos(sub: &str) -> PathBuf {
 
 fn files(sub: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(siconos(sub))
-        .unwrap_or_else(|e| panic!("{sub}: {e} (is ../shared beside the checkout?)"))
+        .unwrap_or_else(|e| panic!("{sub}: {e}"))
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "dat"))
         .collect();

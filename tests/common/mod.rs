@@ -14,9 +14,10 @@ pub const G: f64 = 9.81;
 /// Time step of the analytic cases, s.
 pub const H: f64 = 0.01;
 
-/// `../shared/problems` beside the checkout.
+/// The external problem files of `tests/data` (Siconos and FCLIB, see its README); every
+/// test reads them through this folder.
 pub fn problems_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/problems")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data")
 }
 
 /// A sphere-like body of mass `m` with free velocity `v_free`.
