@@ -6,100 +6,42 @@
 
 use super::context::GpuContext;
 use super::data::{ApgdState, ProblemData, SLOT_A};
-use super::engine::{Engine, Step};
-use super::kernels::{APGD_CURVATURE, APGD_SCALARS, APGD_TRIAL, APGD_UPDATE, Domain};
-use super::program::{GpuKernels, GpuSolver, Method, Program};
+use super::engine::Engine;
+use super::kernels::{APGD_CURVATURE, APGD_SCALARS, APGD_TRIAL, APGD_UPDATE, Access};
+use super::program::{
+    GpuKernels, GpuSolver, Initial, Method, Phase, Program, Start, descent, initial_gamma,
+};
 use crate::error::Result;
 use crate::problem::System;
 use crate::solver::{Apgd, Bias, Settings};
 
-struct ApgdProgram {
-    x: wgpu::Buffer,
-    y: wgpu::Buffer,
-    best: wgpu::Buffer,
-    state: wgpu::Buffer,
-    /// `u = A x + b`, `g_y = A y + b`.
-    start: Vec<Step>,
-    iterate: Vec<Step>,
-    measure: Vec<Step>,
-}
-
-impl ApgdProgram {
-    fn new(ctx: &GpuContext, engine: &Engine) -> Result<Self> {
-        let [x, u, y, g_y, x_new, d, ad, best] =
-            ["x", "u", "y", "g_y", "x_new", "d", "ad", "best"].map(|l| engine.vector(l));
-        let (x, u, y, g_y, x_new, d, ad, best) = (x?, u?, y?, g_y?, x_new?, d?, ad?, best?);
-        let state = engine.scalar_buffer("apgd state", &[0; std::mem::size_of::<ApgdState>()]);
-        let own = [
-            ("x", &x),
-            ("u", &u),
-            ("y", &y),
-            ("g_y", &g_y),
-            ("x_new", &x_new),
-            ("d", &d),
-            ("ad", &ad),
-            ("state", &state),
-        ];
-        let mut iterate = vec![engine.step(ctx, &APGD_TRIAL, &own)?];
-        iterate.extend(engine.apply(ctx, &d, &ad, false)?);
-        iterate.extend([
-            engine.step(ctx, &APGD_CURVATURE, &own)?,
-            engine.reduce(ctx, Domain::Rows, SLOT_A)?,
-            engine.step(ctx, &APGD_SCALARS, &own)?,
-            engine.step(ctx, &APGD_UPDATE, &own)?,
-        ]);
-        let mut start = engine.apply(ctx, &x, &u, true)?;
-        start.extend(engine.apply(ctx, &y, &g_y, true)?);
-        Ok(ApgdProgram {
-            measure: engine.measure(ctx, &x, &u, &best)?,
-            start,
-            iterate,
-            x,
-            y,
-            best,
-            state,
-        })
-    }
-
-    fn refresh(k: usize) -> bool {
-        (k + 1) % Apgd::REFRESH == 0
-    }
-}
-
-impl Program for ApgdProgram {
-    fn start(&self) -> &[Step] {
-        &self.start
-    }
-
-    fn iteration(&self, k: usize) -> Vec<&Step> {
-        let refresh = if Self::refresh(k) {
-            &self.start[..]
-        } else {
-            &[]
-        };
-        self.iterate.iter().chain(refresh).collect()
-    }
-
-    fn products(&self, k: usize) -> usize {
-        1 + 2 * usize::from(Self::refresh(k))
-    }
-
-    fn measure(&self, _k: usize) -> &[Step] {
-        &self.measure
-    }
-
-    fn iterate(&self, _k: usize) -> &wgpu::Buffer {
-        &self.x
-    }
-
-    fn best(&self) -> &wgpu::Buffer {
-        &self.best
-    }
-
-    fn reset(&self, engine: &Engine, data: &ProblemData) {
-        let gamma = bytemuck::cast_slice(&data.gamma);
-        engine.write(&self.x, gamma);
-        engine.write(&self.y, gamma);
+/// The iteration of APGD; `start` computes `u = A x + b` and `g_y = A y + b`.
+fn program(ctx: &GpuContext, engine: &Engine) -> Result<Program> {
+    let [x, u, y, g_y, x_new, d, ad, best] =
+        ["x", "u", "y", "g_y", "x_new", "d", "ad", "best"].map(|l| engine.vector(l));
+    let (x, u, y, g_y, x_new, d, ad, best) = (x?, u?, y?, g_y?, x_new?, d?, ad?, best?);
+    let state = engine.buffer(
+        "apgd state",
+        Access::Write,
+        &[0; std::mem::size_of::<ApgdState>()],
+    );
+    let own = [
+        ("x", &x),
+        ("u", &u),
+        ("y", &y),
+        ("g_y", &g_y),
+        ("x_new", &x_new),
+        ("d", &d),
+        ("ad", &ad),
+        ("state", &state),
+    ];
+    let mut iterate = vec![engine.step(ctx, &APGD_TRIAL, &own)?];
+    let kernels = [&APGD_CURVATURE, &APGD_SCALARS, &APGD_UPDATE].map(|k| (k, &own[..]));
+    iterate.extend(descent(ctx, engine, [&d, &ad], SLOT_A, kernels)?);
+    let mut start = engine.apply(ctx, &x, &u, true)?;
+    start.extend(engine.apply(ctx, &y, &g_y, true)?);
+    // The initial estimate of `L` and its step, the momentum reset.
+    let initial_state: Initial = Box::new(|data| {
         let state = ApgdState {
             lipschitz: data.lipschitz,
             step: 1.0 / data.lipschitz,
@@ -108,16 +50,22 @@ impl Program for ApgdProgram {
             accepted: 0,
             pad: [0; 3],
         };
-        engine.write(&self.state, bytemuck::bytes_of(&state));
-    }
+        bytemuck::bytes_of(&state).to_vec()
+    });
+    let phase = Phase::new(iterate, engine.measure(ctx, &x, &u, &best)?, x.clone());
+    let initial = vec![
+        (x, initial_gamma()),
+        (y, initial_gamma()),
+        (state, initial_state),
+    ];
+    let start = Start::every(Apgd::REFRESH, 2, start);
+    Ok(Program::new(start, vec![phase], best, initial))
 }
 
 impl GpuKernels {
     /// The APGD kernels on `data` (whose [`ProblemData::lipschitz`] must be set).
     pub fn apgd(ctx: &GpuContext, data: &ProblemData) -> Result<Self> {
-        GpuKernels::new(ctx, data, |engine| {
-            Ok(Box::new(ApgdProgram::new(ctx, engine)?))
-        })
+        GpuKernels::new(ctx, data, |engine| program(ctx, engine))
     }
 }
 

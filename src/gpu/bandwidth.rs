@@ -48,7 +48,7 @@ pub fn measure(ctx: &GpuContext, bytes: u64, copies: usize, repeats: usize) -> R
         usage: wgpu::BufferUsages::STORAGE,
         mapped_at_creation: false,
     });
-    let pipeline = ctx.pipeline("copy", COPY);
+    let pipeline = ctx.compile("copy", COPY);
     let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: Some("copy"),
         layout: &pipeline.get_bind_group_layout(0),

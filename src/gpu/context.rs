@@ -1,8 +1,8 @@
 //! The wgpu instance, adapter, device and queue of the GPU solvers.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::OnceLock;
 
+use super::kernels::{ALL, Kernel};
 use crate::error::{Error, Result};
 
 /// Environment variable that picks the adapter: a case-insensitive substring of its name
@@ -25,13 +25,14 @@ pub struct AdapterSummary {
 }
 
 /// A device and its queue, with the adapter's buffer limits, and the compute pipelines
-/// compiled on it so far (each kernel is compiled once per device, not once per solve).
+/// compiled on it so far: one slot per kernel of [`super::kernels::ALL`], filled at the
+/// kernel's first use (each kernel is compiled once per device, not once per solve).
 #[derive(Debug)]
 pub struct GpuContext {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
-    pipelines: Mutex<HashMap<&'static str, wgpu::ComputePipeline>>,
+    pipelines: Box<[OnceLock<wgpu::ComputePipeline>]>,
 }
 
 /// WGSL shared by every kernel (structs), prepended to each kernel's source.
@@ -122,7 +123,7 @@ impl GpuContext {
             device,
             queue,
             info: adapter.get_info(),
-            pipelines: Mutex::new(HashMap::new()),
+            pipelines: ALL.iter().map(|_| OnceLock::new()).collect(),
         })
     }
 
@@ -149,29 +150,40 @@ impl GpuContext {
 }
 
 impl GpuContext {
-    /// The compute pipeline of kernel `name` (entry point `main`, WGSL `source` after the
-    /// common structs), compiled at its first use on this device.
-    pub(crate) fn pipeline(&self, name: &'static str, source: &str) -> wgpu::ComputePipeline {
-        let mut cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        cache
-            .entry(name)
-            .or_insert_with(|| {
-                let module = self
-                    .device
-                    .create_shader_module(wgpu::ShaderModuleDescriptor {
-                        label: Some(name),
-                        source: wgpu::ShaderSource::Wgsl(format!("{COMMON}\n{source}").into()),
-                    });
-                self.device
-                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                        label: Some(name),
-                        layout: None,
-                        module: &module,
-                        entry_point: Some("main"),
-                        compilation_options: Default::default(),
-                        cache: None,
-                    })
+    /// The compute pipeline of `kernel`, compiled at its first use on this device; a kernel
+    /// missing from [`super::kernels::ALL`] is an [`Error::Gpu`].
+    pub(crate) fn pipeline(&self, kernel: &Kernel) -> Result<wgpu::ComputePipeline> {
+        let slot = kernel
+            .index()
+            .and_then(|i| self.pipelines.get(i))
+            .ok_or_else(|| {
+                Error::Gpu(format!(
+                    "kernel `{}` is not registered in gpu::kernels::ALL",
+                    kernel.name
+                ))
+            })?;
+        Ok(slot
+            .get_or_init(|| self.compile(kernel.name, &kernel.source()))
+            .clone())
+    }
+
+    /// Compiles the compute pipeline `label` (entry point `main`, WGSL `source` after the
+    /// common structs), without caching it.
+    pub(crate) fn compile(&self, label: &str, source: &str) -> wgpu::ComputePipeline {
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(label),
+                source: wgpu::ShaderSource::Wgsl(format!("{COMMON}\n{source}").into()),
+            });
+        self.device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
             })
-            .clone()
     }
 }

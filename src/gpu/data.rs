@@ -249,6 +249,35 @@ pub enum OperatorData {
     },
 }
 
+impl OperatorData {
+    /// The arrays with the names the kernels bind them by: `links_ptr`, `links`, `jac` and
+    /// `minv_jac` (factored form), or `indptr`, `indices` and `values` (CSR).
+    pub fn arrays(&self) -> Vec<(&'static str, &[u8])> {
+        match self {
+            OperatorData::Factored {
+                links_ptr,
+                links,
+                jac,
+                minv_jac,
+            } => vec![
+                ("links_ptr", bytemuck::cast_slice(links_ptr)),
+                ("links", bytemuck::cast_slice(links)),
+                ("jac", bytemuck::cast_slice(jac)),
+                ("minv_jac", bytemuck::cast_slice(minv_jac)),
+            ],
+            OperatorData::Csr {
+                indptr,
+                indices,
+                values,
+            } => vec![
+                ("indptr", bytemuck::cast_slice(indptr)),
+                ("indices", bytemuck::cast_slice(indices)),
+                ("values", bytemuck::cast_slice(values)),
+            ],
+        }
+    }
+}
+
 /// Everything the kernels read about one problem under one set of settings, in `f32`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProblemData {

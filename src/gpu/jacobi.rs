@@ -4,87 +4,38 @@
 
 use super::context::GpuContext;
 use super::data::ProblemData;
-use super::engine::{Engine, Step};
+use super::engine::Engine;
 use super::kernels::JACOBI_STEP;
-use super::program::{GpuKernels, GpuSolver, Method, Program};
+use super::program::{GpuKernels, GpuSolver, Method, Phase, Program, Start, initial_gamma};
 use crate::error::Result;
 
-struct JacobiProgram {
-    gamma: [wgpu::Buffer; 2],
-    best: wgpu::Buffer,
-    /// Iteration from `gamma[i]` into `gamma[1 − i]`.
-    iterate: [Vec<Step>; 2],
-    /// Residual of `gamma[i]`.
-    measure: [Vec<Step>; 2],
-}
-
-impl JacobiProgram {
-    fn new(ctx: &GpuContext, engine: &Engine) -> Result<Self> {
-        let gamma = [engine.vector("gamma0")?, engine.vector("gamma1")?];
-        let (u, best) = (engine.vector("u")?, engine.vector("best")?);
-        let iterate = |i: usize| -> Result<Vec<Step>> {
-            let mut steps = engine.apply(ctx, &gamma[i], &u, true)?;
-            steps.push(engine.step(
-                ctx,
-                &JACOBI_STEP,
-                &[
-                    ("u", &u),
-                    ("gamma_in", &gamma[i]),
-                    ("gamma_out", &gamma[1 - i]),
-                ],
-            )?);
-            Ok(steps)
-        };
-        let measure = |i: usize| -> Result<Vec<Step>> {
-            let mut steps = engine.apply(ctx, &gamma[i], &u, true)?;
-            steps.extend(engine.measure(ctx, &gamma[i], &u, &best)?);
-            Ok(steps)
-        };
-        Ok(JacobiProgram {
-            iterate: [iterate(0)?, iterate(1)?],
-            measure: [measure(0)?, measure(1)?],
-            gamma,
-            best,
-        })
+/// Per iteration `u = (N + E) γ_i + r`, then the projected step into `γ_{1−i}`.
+fn program(ctx: &GpuContext, engine: &Engine) -> Result<Program> {
+    let gamma = [engine.vector("gamma0")?, engine.vector("gamma1")?];
+    let (u, best) = (engine.vector("u")?, engine.vector("best")?);
+    let mut phases = Vec::new();
+    for i in 0..2 {
+        let (from, to) = (&gamma[i], &gamma[1 - i]);
+        let mut steps = engine.apply(ctx, from, &u, true)?;
+        let own = [("u", &u), ("gamma_in", from), ("gamma_out", to)];
+        steps.push(engine.step(ctx, &JACOBI_STEP, &own)?);
+        let mut measure = engine.apply(ctx, from, &u, true)?;
+        measure.extend(engine.measure(ctx, from, &u, &best)?);
+        phases.push(Phase::new(steps, measure, from.clone()));
     }
-}
-
-impl Program for JacobiProgram {
-    fn start(&self) -> &[Step] {
-        &[]
-    }
-
-    fn iteration(&self, k: usize) -> Vec<&Step> {
-        self.iterate[k % 2].iter().collect()
-    }
-
-    fn products(&self, _k: usize) -> usize {
-        1
-    }
-
-    fn measure(&self, k: usize) -> &[Step] {
-        &self.measure[k % 2]
-    }
-
-    fn iterate(&self, k: usize) -> &wgpu::Buffer {
-        &self.gamma[k % 2]
-    }
-
-    fn best(&self) -> &wgpu::Buffer {
-        &self.best
-    }
-
-    fn reset(&self, engine: &Engine, data: &ProblemData) {
-        engine.write(&self.gamma[0], bytemuck::cast_slice(&data.gamma));
-    }
+    let initial = vec![(gamma[0].clone(), initial_gamma())];
+    Ok(Program::new(
+        Start::every(0, 0, Vec::new()),
+        phases,
+        best,
+        initial,
+    ))
 }
 
 impl GpuKernels {
     /// The projected Jacobi kernels on `data` (`ω` and `η_k` from its settings).
     pub fn jacobi(ctx: &GpuContext, data: &ProblemData) -> Result<Self> {
-        GpuKernels::new(ctx, data, |engine| {
-            Ok(Box::new(JacobiProgram::new(ctx, engine)?))
-        })
+        GpuKernels::new(ctx, data, |engine| program(ctx, engine))
     }
 }
 

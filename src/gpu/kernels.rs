@@ -1,6 +1,15 @@
-//! The registry of kernels: name, WGSL source, what one invocation covers, and the
-//! bindings in order. Adding a kernel takes one WGSL file in `shaders/`, one mirror in
-//! [`super::cpu`] and one line here.
+//! The registry of kernels: for each, its name, WGSL source, what one invocation covers, its
+//! bindings in order (name, access, and what the buffer holds) and its CPU mirror.
+//!
+//! Adding a kernel takes one WGSL file `shaders/NAME.wgsl` (entry point `main`, group 0), one
+//! mirror `NAME` in [`super::cpu`] (a function with one argument per binding, in binding
+//! order: `&T` for a uniform or a read struct, `&[T]` for a read array, `&mut T` / `&mut [T]`
+//! for what it writes), one `kernel!` line here and its entry in [`ALL`]. The parity test
+//! then runs it against its mirror on inputs generated from the bindings' [`Data`], and the
+//! reflection test checks the bindings against the WGSL.
+
+use super::cpu::{self, Bindings};
+use crate::error::{Error, Result};
 
 /// How a binding is declared in the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,10 +35,71 @@ pub enum Domain {
     Single,
 }
 
-/// One compute kernel (entry point `main`).
+/// What a binding holds: its element type and its length rule. One struct of
+/// [`super::data`] (by its name), or an array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Data {
+    /// One [`super::Params`].
+    Params,
+    /// One [`super::Apply`].
+    Apply,
+    /// One [`super::Reduce`].
+    Reduce,
+    /// One [`super::Monitor`].
+    Monitor,
+    /// One [`super::SpgConfig`].
+    SpgConfig,
+    /// One [`super::SpgState`].
+    SpgState,
+    /// One [`super::ApgdState`].
+    ApgdState,
+    /// `f32`, one per row (a vector of the solver).
+    Rows,
+    /// `f32`, one positive entry per row (a diagonal scaling).
+    Diagonal,
+    /// `f32`, six per dynamic body.
+    BodyComponents,
+    /// [`super::GpuBlock`], one per block.
+    Blocks,
+    /// [`super::Partial`], at least one per workgroup of the widest domain.
+    Partials,
+    /// [`super::Partial`], [`super::SLOTS`] of them.
+    Scalars,
+    /// `u32`, the factored form's pointers over bodies into the links (`bodies + 1`).
+    LinksPtr,
+    /// [`super::GpuLink`], the factored form's links.
+    Links,
+    /// `f32`, the factored form's component-major Jacobian.
+    Jacobian,
+    /// `f32`, the factored form's rows of `M⁻¹ Jᵀ`.
+    MinvJac,
+    /// `u32`, the assembled form's row pointers (`rows + 1`).
+    Indptr,
+    /// `u32`, the assembled form's column of each entry.
+    Indices,
+    /// `f32`, the assembled form's value of each entry.
+    Values,
+}
+
+/// One binding of group 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Binding {
+    /// The WGSL variable's name: the engine binds the buffer of that name.
+    pub name: &'static str,
+    /// How the kernel declares it.
+    pub access: Access,
+    /// What it holds.
+    pub data: Data,
+}
+
+/// The CPU mirror of a kernel: the same `f32` operations in the same order, on the contents
+/// of the bindings (in binding order); it replaces the contents of the written ones.
+pub type Mirror = fn(&mut Bindings);
+
+/// One compute kernel (entry point `main`).
+#[derive(Debug, Clone, Copy)]
 pub struct Kernel {
-    /// Name (the pipeline cache key and the label in errors).
+    /// Name (the WGSL file's stem, the mirror's name and the label in errors).
     pub name: &'static str,
     /// WGSL source, compiled after `shaders/common.wgsl` and, when `tree` is set,
     /// `shaders/tree.wgsl`.
@@ -39,7 +109,9 @@ pub struct Kernel {
     /// What one invocation covers.
     pub domain: Domain,
     /// The bindings of group 0, in binding order.
-    pub bindings: &'static [(&'static str, Access)],
+    pub bindings: &'static [Binding],
+    /// The CPU mirror.
+    pub mirror: Mirror,
 }
 
 /// Invocations per workgroup of every kernel (`WORKGROUP` in `shaders/common.wgsl`).
@@ -52,77 +124,162 @@ pub const MAX_WORKGROUPS: u32 = 65_535;
 /// The workgroup tree reduction, prepended to the kernels that produce partials.
 const TREE: &str = include_str!("../../shaders/tree.wgsl");
 
-use Access::{Read, Uniform, Write};
-
-macro_rules! kernel {
-    ($name:literal, $tree:expr, $domain:ident, [$($binding:literal: $access:ident),* $(,)?]) => {
-        Kernel {
-            name: $name,
-            source: include_str!(concat!("../../shaders/", $name, ".wgsl")),
-            tree: $tree,
-            domain: Domain::$domain,
-            bindings: &[$(($binding, $access)),*],
-        }
+/// The Rust element type of a [`Data`].
+macro_rules! element {
+    (Rows) => {
+        f32
+    };
+    (Diagonal) => {
+        f32
+    };
+    (BodyComponents) => {
+        f32
+    };
+    (Jacobian) => {
+        f32
+    };
+    (MinvJac) => {
+        f32
+    };
+    (Values) => {
+        f32
+    };
+    (LinksPtr) => {
+        u32
+    };
+    (Indptr) => {
+        u32
+    };
+    (Indices) => {
+        u32
+    };
+    (Blocks) => {
+        super::data::GpuBlock
+    };
+    (Links) => {
+        super::data::GpuLink
+    };
+    (Partials) => {
+        super::data::Partial
+    };
+    (Scalars) => {
+        super::data::Partial
+    };
+    ($one:ident) => {
+        super::data::$one
     };
 }
 
-/// `w = M⁻¹ Jᵀ x`, body by body (factored form).
-pub const FACTORED_BODIES: Kernel = kernel!("factored_bodies", false, BodyComponents, [
-    "params": Uniform, "links_ptr": Read, "links": Read, "minv_jac": Read, "x": Read,
-    "w": Write]);
-/// `y = J w + E x (+ r)`, block by block (factored form).
-pub const FACTORED_ROWS: Kernel = kernel!("factored_rows", false, Blocks, [
-    "params": Uniform, "apply": Uniform, "blocks": Read, "jac": Read, "w": Read, "r": Read,
-    "compliance": Read, "x": Read, "y": Write]);
-/// `y = N x + E x (+ r)`, row by row (assembled form).
-pub const CSR_ROWS: Kernel = kernel!("csr_rows", false, Rows, [
-    "params": Uniform, "apply": Uniform, "indptr": Read, "indices": Read, "values": Read,
-    "r": Read, "compliance": Read, "x": Read, "y": Write]);
-/// The projected Jacobi step from `u`.
-pub const JACOBI_STEP: Kernel = kernel!("jacobi_step", false, Blocks, [
-    "params": Uniform, "blocks": Read, "u": Read, "gamma_in": Read, "gamma_out": Write]);
-/// Workgroup partials of the natural-map residual.
-pub const RESIDUAL: Kernel = kernel!("residual", true, Blocks, [
-    "params": Uniform, "blocks": Read, "gamma": Read, "u": Read, "parts": Write]);
-/// Partials → one slot of `scalars`.
-pub const REDUCE: Kernel = kernel!("reduce", true, Single, [
-    "cfg": Uniform, "parts": Read, "scalars": Write]);
-/// The residual and the best-iterate bookkeeping.
-pub const MEASURE: Kernel = kernel!("measure", false, Single, [
-    "params": Uniform, "scalars": Read, "monitor": Write]);
-/// Saves the iterate when the last measure improved on the best one.
-pub const COPY_IF: Kernel = kernel!("copy_if", false, Rows, [
-    "params": Uniform, "monitor": Read, "src": Read, "dst": Write]);
-/// P-SPG-FB direction and `d · g` partials.
-pub const SPG_DIRECTION: Kernel = kernel!("spg_direction", true, Blocks, [
-    "params": Uniform, "cfg": Uniform, "blocks": Read, "scalars": Read, "state": Read,
-    "x": Read, "g": Read, "precond": Read, "d": Write, "parts": Write]);
-/// P-SPG-FB curvature and BB partials.
-pub const SPG_CURVATURE: Kernel = kernel!("spg_curvature", true, Rows, [
-    "params": Uniform, "precond": Read, "d": Read, "ad": Read, "parts": Write]);
-/// P-SPG-FB line search, BB step and GLL memory.
-pub const SPG_SCALARS: Kernel = kernel!("spg_scalars", false, Single, [
-    "cfg": Uniform, "scalars": Read, "state": Write]);
-/// P-SPG-FB update of `x` and `g`.
-pub const SPG_UPDATE: Kernel = kernel!("spg_update", false, Rows, [
-    "params": Uniform, "state": Read, "d": Read, "ad": Read, "x": Write, "g": Write]);
-/// APGD trial point.
-pub const APGD_TRIAL: Kernel = kernel!("apgd_trial", false, Blocks, [
-    "params": Uniform, "blocks": Read, "state": Read, "y": Read, "g_y": Read,
-    "x_new": Write, "d": Write]);
-/// APGD curvature and restart partials.
-pub const APGD_CURVATURE: Kernel = kernel!("apgd_curvature", true, Rows, [
-    "params": Uniform, "d": Read, "ad": Read, "g_y": Read, "x": Read, "x_new": Read,
-    "parts": Write]);
-/// APGD acceptance, restart, momentum and `L`.
-pub const APGD_SCALARS: Kernel = kernel!("apgd_scalars", false, Single, [
-    "scalars": Read, "state": Write]);
-/// APGD update of `x`, `u`, `y`, `g_y`.
-pub const APGD_UPDATE: Kernel = kernel!("apgd_update", false, Rows, [
-    "params": Uniform, "state": Read, "x_new": Read, "ad": Read, "x": Write, "u": Write,
-    "y": Write, "g_y": Write]);
+/// The mirror's argument for a binding: `[Data]` is an array, `(Data)` one struct.
+macro_rules! argument {
+    (Write [$data:ident] $v:ident) => {
+        &mut $v[..]
+    };
+    (Write ($data:ident) $v:ident) => {
+        &mut $v[0]
+    };
+    ($access:ident [$data:ident] $v:ident) => {
+        &$v[..]
+    };
+    ($access:ident ($data:ident) $v:ident) => {
+        &$v[0]
+    };
+}
 
-/// Every kernel, for the tests that compile them all.
+/// A [`Kernel`]: `kernel!(name, tree, Domain, [binding: Access [Data] or (Data), ...])`; the
+/// source is `shaders/name.wgsl`, the mirror `cpu::name`.
+macro_rules! kernel {
+    ($name:ident, $tree:expr, $domain:ident,
+     [$($b:ident: $access:ident $shape:tt),* $(,)?]) => {
+        Kernel {
+            name: stringify!($name),
+            source: include_str!(concat!("../../shaders/", stringify!($name), ".wgsl")),
+            tree: $tree,
+            domain: Domain::$domain,
+            bindings: &[$(kernel!(@binding $b $access $shape)),*],
+            mirror: |bindings| {
+                $(#[allow(unused_mut)] let mut $b =
+                    bindings.get::<kernel!(@element $shape)>(stringify!($b));)*
+                cpu::$name($(argument!($access $shape $b)),*);
+                $(bindings.set(stringify!($b), &$b);)*
+            },
+        }
+    };
+    (@binding $b:ident $access:ident [$data:ident]) => {
+        Binding { name: stringify!($b), access: Access::$access, data: Data::$data }
+    };
+    (@binding $b:ident $access:ident ($data:ident)) => {
+        Binding { name: stringify!($b), access: Access::$access, data: Data::$data }
+    };
+    (@element [$data:ident]) => { element!($data) };
+    (@element ($data:ident)) => { element!($data) };
+}
+
+/// `w = M⁻¹ Jᵀ x`, body by body (factored form).
+pub const FACTORED_BODIES: Kernel = kernel!(factored_bodies, false, BodyComponents, [
+    params: Uniform (Params), links_ptr: Read [LinksPtr], links: Read [Links],
+    minv_jac: Read [MinvJac], x: Read [Rows], w: Write [BodyComponents]]);
+/// `y = J w + E x (+ r)`, block by block (factored form).
+pub const FACTORED_ROWS: Kernel = kernel!(factored_rows, false, Blocks, [
+    params: Uniform (Params), apply: Uniform (Apply), blocks: Read [Blocks],
+    jac: Read [Jacobian], w: Read [BodyComponents], r: Read [Rows], compliance: Read [Rows],
+    x: Read [Rows], y: Write [Rows]]);
+/// `y = N x + E x (+ r)`, row by row (assembled form).
+pub const CSR_ROWS: Kernel = kernel!(csr_rows, false, Rows, [
+    params: Uniform (Params), apply: Uniform (Apply), indptr: Read [Indptr],
+    indices: Read [Indices], values: Read [Values], r: Read [Rows], compliance: Read [Rows],
+    x: Read [Rows], y: Write [Rows]]);
+/// The projected Jacobi step from `u`.
+pub const JACOBI_STEP: Kernel = kernel!(jacobi_step, false, Blocks, [
+    params: Uniform (Params), blocks: Read [Blocks], u: Read [Rows], gamma_in: Read [Rows],
+    gamma_out: Write [Rows]]);
+/// Workgroup partials of the natural-map residual.
+pub const RESIDUAL: Kernel = kernel!(residual, true, Blocks, [
+    params: Uniform (Params), blocks: Read [Blocks], gamma: Read [Rows], u: Read [Rows],
+    parts: Write [Partials]]);
+/// Partials → one slot of `scalars`.
+pub const REDUCE: Kernel = kernel!(reduce, true, Single, [
+    cfg: Uniform (Reduce), parts: Read [Partials], scalars: Write [Scalars]]);
+/// The residual and the best-iterate bookkeeping.
+pub const MEASURE: Kernel = kernel!(measure, false, Single, [
+    params: Uniform (Params), scalars: Read [Scalars], monitor: Write (Monitor)]);
+/// Saves the iterate when the last measure improved on the best one.
+pub const COPY_IF: Kernel = kernel!(copy_if, false, Rows, [
+    params: Uniform (Params), monitor: Read (Monitor), src: Read [Rows], dst: Write [Rows]]);
+/// P-SPG-FB direction and `d · g` partials.
+pub const SPG_DIRECTION: Kernel = kernel!(spg_direction, true, Blocks, [
+    params: Uniform (Params), cfg: Uniform (SpgConfig), blocks: Read [Blocks],
+    scalars: Read [Scalars], state: Read (SpgState), x: Read [Rows], g: Read [Rows],
+    precond: Read [Diagonal], d: Write [Rows], parts: Write [Partials]]);
+/// P-SPG-FB curvature and BB partials.
+pub const SPG_CURVATURE: Kernel = kernel!(spg_curvature, true, Rows, [
+    params: Uniform (Params), precond: Read [Diagonal], d: Read [Rows], ad: Read [Rows],
+    parts: Write [Partials]]);
+/// P-SPG-FB line search, BB step and GLL memory.
+pub const SPG_SCALARS: Kernel = kernel!(spg_scalars, false, Single, [
+    cfg: Uniform (SpgConfig), scalars: Read [Scalars], state: Write (SpgState)]);
+/// P-SPG-FB update of `x` and `g`.
+pub const SPG_UPDATE: Kernel = kernel!(spg_update, false, Rows, [
+    params: Uniform (Params), state: Read (SpgState), d: Read [Rows], ad: Read [Rows],
+    x: Write [Rows], g: Write [Rows]]);
+/// APGD trial point.
+pub const APGD_TRIAL: Kernel = kernel!(apgd_trial, false, Blocks, [
+    params: Uniform (Params), blocks: Read [Blocks], state: Read (ApgdState), y: Read [Rows],
+    g_y: Read [Rows], x_new: Write [Rows], d: Write [Rows]]);
+/// APGD curvature and restart partials.
+pub const APGD_CURVATURE: Kernel = kernel!(apgd_curvature, true, Rows, [
+    params: Uniform (Params), d: Read [Rows], ad: Read [Rows], g_y: Read [Rows],
+    x: Read [Rows], x_new: Read [Rows], parts: Write [Partials]]);
+/// APGD acceptance, restart, momentum and `L`.
+pub const APGD_SCALARS: Kernel = kernel!(apgd_scalars, false, Single, [
+    scalars: Read [Scalars], state: Write (ApgdState)]);
+/// APGD update of `x`, `u`, `y`, `g_y`.
+pub const APGD_UPDATE: Kernel = kernel!(apgd_update, false, Rows, [
+    params: Uniform (Params), state: Read (ApgdState), x_new: Read [Rows], ad: Read [Rows],
+    x: Write [Rows], u: Write [Rows], y: Write [Rows], g_y: Write [Rows]]);
+
+/// Every kernel: [`super::GpuContext`] compiles each at its first use and caches it by its
+/// position here; the parity and reflection tests loop over it.
 pub const ALL: &[Kernel] = &[
     FACTORED_BODIES,
     FACTORED_ROWS,
@@ -161,5 +318,22 @@ impl Kernel {
             Domain::Single => 1,
             _ => items.div_ceil(WORKGROUP),
         }
+    }
+
+    /// `given` binding contents must be one per binding (an [`Error::Gpu`] otherwise).
+    pub(crate) fn check_bindings(&self, given: usize) -> Result<()> {
+        if given != self.bindings.len() {
+            return Err(Error::Gpu(format!(
+                "kernel `{}` has {} bindings, {given} given",
+                self.name,
+                self.bindings.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Its position in [`ALL`] (by name), `None` for an unregistered kernel.
+    pub fn index(&self) -> Option<usize> {
+        ALL.iter().position(|k| k.name == self.name)
     }
 }

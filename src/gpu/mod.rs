@@ -1,13 +1,20 @@
 //! The GPU path (DESIGN §4): wgpu + WGSL compute kernels in `f32`.
 //!
 //! - [`GpuContext`]: instance, adapter (pick one with the environment variable
-//!   [`ADAPTER_ENV`]), device with the adapter's buffer limits, queue, compiled pipelines;
+//!   [`ADAPTER_ENV`]), device with the adapter's buffer limits, queue, and the compiled
+//!   pipelines (one slot per registered kernel, filled at its first use, no lock);
 //!   [`adapters`] lists what wgpu finds (`signorini info`). Without a GPU, Mesa's software
 //!   Vulkan driver (lavapipe) runs every shader.
-//! - [`kernels`]: the registry of kernels (WGSL file, domain, bindings in order); [`cpu`]
-//!   mirrors each in `f32` for the parity tests ([`dispatch_once`] runs one dispatch).
+//! - [`kernels`]: the registry of kernels (WGSL file, domain, bindings in order with what
+//!   each holds, CPU mirror); [`cpu`] holds the mirrors, one module per kernel family, in
+//!   `f32`. The parity test runs every registered kernel once ([`dispatch_once`]) and its
+//!   mirror ([`kernels::Kernel::mirror_once`]) on the same inputs.
 //! - [`ProblemData`]: the arrays the kernels read (factored form, or `N` in CSR for
 //!   assembled and global problems) with the `Pod` structs shared with the shaders.
+//! - The engine (private): the problem's buffers and upload, the one bind helper (a kernel
+//!   bound by binding name to its buffers, one dispatch) and the one readback helper (copies
+//!   into a staging buffer, mapped once per submission), shared by the solvers and
+//!   [`dispatch_once`].
 //! - [`GpuKernels`]: the kernels and buffers of one solver; [`GpuKernels::run`] records
 //!   iterations without convergence tests (the throughput benchmark). All scalars (dot
 //!   products by deterministic tree reductions, step lengths, BB coefficients, GLL memory,
@@ -16,8 +23,9 @@
 //!   after each, and the impulses once at the end, certified in `f64` on the CPU.
 //! - [`bandwidth`]: the device's memory bandwidth, measured by a copy kernel.
 //! - The solvers [`JacobiGpu`], [`SpgGpu`], [`ApgdGpu`] (`jacobi-gpu`, `spg-gpu`,
-//!   `apgd-gpu`): one shell, [`GpuSolver`] over a [`Method`]; their [`GpuSession`]s keep
-//!   kernels and buffers for the next problem of the same sizes.
+//!   `apgd-gpu`): one shell, [`GpuSolver`] over a [`Method`] whose kernels are one schedule
+//!   of dispatches (the private `Program`: start, iteration, measure, refresh period);
+//!   their [`GpuSession`]s keep kernels and buffers for the next problem of the same sizes.
 
 mod apgd;
 pub mod bandwidth;

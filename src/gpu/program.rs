@@ -8,7 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use super::context::GpuContext;
 use super::data::{Monitor, ProblemData};
-use super::engine::{Engine, GpuStats, Step};
+use super::engine::{Engine, GpuStats, Step, record};
+use super::kernels::{Domain, Kernel};
 use crate::error::{Error, Result};
 use crate::problem::System;
 use crate::problem::merit::{self, Residual};
@@ -19,22 +20,140 @@ use crate::solver::{Bias, Report, Session, Settings, Solver, Status, coulomb};
 /// each submission only, the impulses once at the end.
 pub const READBACK_EVERY: usize = 10;
 
-/// One GPU solver as a fixed schedule of dispatches.
-pub(crate) trait Program: Send {
-    /// Dispatches once per solve, before the first iteration.
-    fn start(&self) -> &[Step];
+/// What a solver writes before each solve: the initial contents of one of its buffers, from
+/// the problem's data.
+pub(crate) type Initial = Box<dyn Fn(&ProblemData) -> Vec<u8> + Send>;
+
+/// The initial impulses ([`ProblemData::gamma`]).
+pub(crate) fn initial_gamma() -> Initial {
+    Box::new(|data| bytemuck::cast_slice(&data.gamma).to_vec())
+}
+
+/// What a solver dispatches before its first iteration, and again every `every` iterations
+/// (0: never again) to recompute what the updates carry forward (e.g. the gradient).
+pub(crate) struct Start {
+    steps: Vec<Step>,
+    /// Products with `N` it spends.
+    products: usize,
+    every: usize,
+}
+
+impl Start {
+    /// `steps`, spending `products` products, run again every `every` iterations.
+    pub(crate) fn every(every: usize, products: usize, steps: Vec<Step>) -> Self {
+        Start {
+            steps,
+            products,
+            every,
+        }
+    }
+}
+
+/// One iteration of a solver from the iterate in `iterate`: its dispatches (one product with
+/// `N`), and the dispatches that measure that iterate (residual, best iterate).
+pub(crate) struct Phase {
+    steps: Vec<Step>,
+    measure: Vec<Step>,
+    iterate: wgpu::Buffer,
+}
+
+impl Phase {
+    /// The iteration `steps` from `iterate`, measured by `measure`.
+    pub(crate) fn new(steps: Vec<Step>, measure: Vec<Step>, iterate: wgpu::Buffer) -> Self {
+        Phase {
+            steps,
+            measure,
+            iterate,
+        }
+    }
+}
+
+/// The dispatches that end an iteration of a descent method (SPG, APGD) once its direction
+/// is in `d`: `ad = (N + E) d`, the `curvature` kernel's partials reduced into `scalars[slot]`,
+/// the `scalars` kernel (step length, acceptance), and the `update` of the iterate. Each
+/// kernel comes with its own buffers ([`Engine::step`]).
+pub(crate) fn descent(
+    ctx: &GpuContext,
+    engine: &Engine,
+    [d, ad]: [&wgpu::Buffer; 2],
+    slot: u32,
+    [curvature, scalars, update]: [(&Kernel, &[(&str, &wgpu::Buffer)]); 3],
+) -> Result<Vec<Step>> {
+    let mut steps = engine.apply(ctx, d, ad, false)?;
+    steps.push(engine.step(ctx, curvature.0, curvature.1)?);
+    steps.push(engine.reduce(ctx, Domain::Rows, slot)?);
+    steps.push(engine.step(ctx, scalars.0, scalars.1)?);
+    steps.push(engine.step(ctx, update.0, update.1)?);
+    Ok(steps)
+}
+
+/// One GPU solver as a fixed schedule of dispatches: its [`Start`], then iteration `k`
+/// (0-based) runs phase `k % len` (ping-pong buffers alternate phases).
+pub(crate) struct Program {
+    start: Start,
+    phases: Vec<Phase>,
+    /// The best measured iterate.
+    best: wgpu::Buffer,
+    /// The buffers written before each solve, with their contents.
+    initial: Vec<(wgpu::Buffer, Initial)>,
+}
+
+impl Program {
+    /// The schedule of `start` and `phases`, its best iterate in `best`, and the buffers
+    /// written before each solve.
+    pub(crate) fn new(
+        start: Start,
+        phases: Vec<Phase>,
+        best: wgpu::Buffer,
+        initial: Vec<(wgpu::Buffer, Initial)>,
+    ) -> Self {
+        Program {
+            start,
+            phases,
+            best,
+            initial,
+        }
+    }
+
+    fn phase(&self, k: usize) -> &Phase {
+        &self.phases[k % self.phases.len()]
+    }
+
+    fn refreshes(&self, k: usize) -> bool {
+        self.start.every > 0 && (k + 1) % self.start.every == 0
+    }
+
     /// Dispatches of iteration `k` (0-based).
-    fn iteration(&self, k: usize) -> Vec<&Step>;
+    fn iteration(&self, k: usize) -> impl Iterator<Item = &Step> {
+        let refresh = if self.refreshes(k) {
+            &self.start.steps[..]
+        } else {
+            &[]
+        };
+        self.phase(k).steps.iter().chain(refresh)
+    }
+
     /// Products with `N` spent by iteration `k`.
-    fn products(&self, k: usize) -> usize;
-    /// Dispatches measuring the iterate after `k` iterations (residual, best iterate).
-    fn measure(&self, k: usize) -> &[Step];
+    fn products(&self, k: usize) -> usize {
+        1 + self.start.products * usize::from(self.refreshes(k))
+    }
+
+    /// Dispatches measuring the iterate after `k` iterations.
+    fn measure(&self, k: usize) -> &[Step] {
+        &self.phase(k).measure
+    }
+
     /// The buffer holding the iterate after `k` iterations.
-    fn iterate(&self, k: usize) -> &wgpu::Buffer;
-    /// The buffer holding the best measured iterate.
-    fn best(&self) -> &wgpu::Buffer;
+    fn iterate(&self, k: usize) -> &wgpu::Buffer {
+        &self.phase(k).iterate
+    }
+
     /// Writes the initial iterate and scalar state of `data` (after an upload).
-    fn reset(&self, engine: &Engine, data: &ProblemData);
+    fn reset(&self, engine: &Engine, data: &ProblemData) {
+        for (buffer, contents) in &self.initial {
+            engine.write(buffer, &contents(data));
+        }
+    }
 }
 
 /// The kernels of one GPU solver (`jacobi-gpu`, `spg-gpu` or `apgd-gpu`) with the problem's
@@ -45,7 +164,7 @@ pub(crate) trait Program: Send {
 /// residuals measured on the GPU.
 pub struct GpuKernels {
     engine: Engine,
-    program: Box<dyn Program>,
+    program: Program,
     /// Iterations recorded since the start of the solve.
     done: usize,
     started: bool,
@@ -55,7 +174,7 @@ impl GpuKernels {
     pub(crate) fn new(
         ctx: &GpuContext,
         data: &ProblemData,
-        build: impl FnOnce(&Engine) -> Result<Box<dyn Program>>,
+        build: impl FnOnce(&Engine) -> Result<Program>,
     ) -> Result<Self> {
         let engine = Engine::new(ctx, data)?;
         let program = build(&engine)?;
@@ -84,12 +203,12 @@ impl GpuKernels {
     fn record_iterations(&mut self, encoder: &mut wgpu::CommandEncoder, iterations: usize) {
         let mut steps: Vec<&Step> = Vec::new();
         if !self.started {
-            steps.extend(self.program.start());
+            steps.extend(&self.program.start.steps);
         }
         for k in self.done..self.done + iterations {
             steps.extend(self.program.iteration(k));
         }
-        Engine::record(encoder, steps);
+        record(encoder, steps);
         self.started = true;
         self.done += iterations;
     }
@@ -111,7 +230,7 @@ impl GpuKernels {
     /// Reads the current iterate back.
     pub fn read_gamma(&mut self) -> Result<Vec<f32>> {
         let buffer = self.program.iterate(self.done).clone();
-        self.engine.read_vector(&buffer)
+        self.engine.read(&buffer, self.engine.rows())
     }
 
     /// Reads `w = M⁻¹ Jᵀ x` of the last factored product back (6 entries per body; empty
@@ -134,11 +253,7 @@ impl GpuKernels {
     /// Bytes one iteration moves at least: the storage buffers each of its dispatches binds,
     /// each read or written once (the bound of the bandwidth figure of the benchmark).
     pub fn bytes_per_iteration(&self) -> u64 {
-        self.program.iteration(1).into_iter().map(Step::bytes).sum()
-    }
-
-    fn read_monitors(&mut self, first: bool) -> Result<Vec<Monitor>> {
-        self.engine.read_monitors(if first { 2 } else { 1 })
+        self.program.iteration(1).map(Step::bytes).sum()
     }
 
     /// Solves the problem of `data` (uploaded, same as `sys` with `bias` under `settings`): chunks of
@@ -162,16 +277,21 @@ impl GpuKernels {
             let chunk = READBACK_EVERY.min(settings.max_iter - done);
             let mut encoder = self.engine.encoder();
             if first {
-                let steps = self.program.start().iter().chain(self.program.measure(0));
-                Engine::record(&mut encoder, steps);
+                let steps = self
+                    .program
+                    .start
+                    .steps
+                    .iter()
+                    .chain(self.program.measure(0));
+                record(&mut encoder, steps);
                 self.started = true;
-                self.engine.record_monitor(&mut encoder, 0);
+                self.engine.record_monitor(&mut encoder)?;
             }
             self.record_iterations(&mut encoder, chunk);
-            Engine::record(&mut encoder, self.program.measure(self.done));
-            self.engine.record_monitor(&mut encoder, u64::from(first));
+            record(&mut encoder, self.program.measure(self.done));
+            self.engine.record_monitor(&mut encoder)?;
             self.engine.submit(encoder);
-            let monitors = self.read_monitors(first)?;
+            let monitors = self.engine.read_monitors()?;
             let last = monitors[monitors.len() - 1];
             if first {
                 let (progress, mut status) =
@@ -194,7 +314,7 @@ impl GpuKernels {
                 let buffer = if status == Status::Converged {
                     self.program.iterate(self.done)
                 } else {
-                    self.program.best()
+                    &self.program.best
                 };
                 break (progress, status, Some(buffer.clone()));
             }
@@ -203,7 +323,7 @@ impl GpuKernels {
         let gamma = match buffer {
             Some(buffer) => self
                 .engine
-                .read_vector(&buffer)?
+                .read(&buffer, self.engine.rows())?
                 .into_iter()
                 .map(f64::from)
                 .collect(),

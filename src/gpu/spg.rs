@@ -7,22 +7,13 @@
 
 use super::context::GpuContext;
 use super::data::{MAX_GLL, ProblemData, SLOT_A, SLOT_B, SLOT_C, SpgConfig, SpgState};
-use super::engine::{Engine, Step};
-use super::kernels::{Domain, SPG_CURVATURE, SPG_DIRECTION, SPG_SCALARS, SPG_UPDATE};
-use super::program::{GpuKernels, GpuSolver, Method, Program};
+use super::engine::Engine;
+use super::kernels::{Access, Domain, SPG_CURVATURE, SPG_DIRECTION, SPG_SCALARS, SPG_UPDATE};
+use super::program::{
+    GpuKernels, GpuSolver, Initial, Method, Phase, Program, Start, descent, initial_gamma,
+};
 use crate::error::{Error, Result};
 use crate::solver::{Spg, SpgParams};
-
-struct SpgProgram {
-    x: wgpu::Buffer,
-    best: wgpu::Buffer,
-    state: wgpu::Buffer,
-    initial: SpgState,
-    /// `g = A x + b`.
-    start: Vec<Step>,
-    iterate: Vec<Step>,
-    measure: Vec<Step>,
-}
 
 fn config(p: &SpgParams, fallback: u32) -> Result<SpgConfig> {
     if p.n_gll > MAX_GLL {
@@ -44,112 +35,61 @@ fn config(p: &SpgParams, fallback: u32) -> Result<SpgConfig> {
     })
 }
 
-impl SpgProgram {
-    fn new(ctx: &GpuContext, engine: &Engine, params: &SpgParams) -> Result<Self> {
-        let [x, g, d, ad, best] = ["x", "g", "d", "ad", "best"].map(|l| engine.vector(l));
-        let (x, g, d, ad, best) = (x?, g?, d?, ad?, best?);
-        let initial = SpgState {
-            alpha: params.alpha_0 as f32,
-            lambda: 0.0,
-            j: 0,
-            hist_len: 0,
-            hist_head: 0,
-            pad: [0; 3],
-            history: [0.0; MAX_GLL],
-        };
-        let state = engine.scalar_buffer("spg state", bytemuck::bytes_of(&initial));
-        let cfg = [0, 1].map(|fallback| {
-            config(params, fallback)
-                .map(|c| engine.uniform_buffer("spg config", bytemuck::bytes_of(&c)))
-        });
-        let [cfg, cfg_fallback] = cfg;
-        let (cfg, cfg_fallback) = (cfg?, cfg_fallback?);
-        let vectors = [
-            ("x", &x),
-            ("g", &g),
-            ("d", &d),
-            ("ad", &ad),
-            ("state", &state),
-        ];
-        fn with<'a>(
-            vectors: &[(&'a str, &'a wgpu::Buffer)],
-            cfg: &'a wgpu::Buffer,
-        ) -> Vec<(&'a str, &'a wgpu::Buffer)> {
-            let mut own = vectors.to_vec();
-            own.push(("cfg", cfg));
-            own
-        }
-        let mut iterate = vec![
-            engine.step(ctx, &SPG_DIRECTION, &with(&vectors, &cfg))?,
-            engine.reduce(ctx, Domain::Blocks, SLOT_A)?,
-            engine.step(ctx, &SPG_DIRECTION, &with(&vectors, &cfg_fallback))?,
-            engine.reduce(ctx, Domain::Blocks, SLOT_B)?,
-        ];
-        iterate.extend(engine.apply(ctx, &d, &ad, false)?);
-        iterate.extend([
-            engine.step(ctx, &SPG_CURVATURE, &vectors)?,
-            engine.reduce(ctx, Domain::Rows, SLOT_C)?,
-            engine.step(ctx, &SPG_SCALARS, &with(&vectors, &cfg))?,
-            engine.step(ctx, &SPG_UPDATE, &vectors)?,
-        ]);
-        Ok(SpgProgram {
-            start: engine.apply(ctx, &x, &g, true)?,
-            measure: engine.measure(ctx, &x, &g, &best)?,
-            iterate,
-            x,
-            best,
-            state,
-            initial,
-        })
-    }
-
-    fn refresh(k: usize) -> bool {
-        (k + 1) % Spg::REFRESH == 0
-    }
-}
-
-impl Program for SpgProgram {
-    fn start(&self) -> &[Step] {
-        &self.start
-    }
-
-    fn iteration(&self, k: usize) -> Vec<&Step> {
-        let refresh = if Self::refresh(k) {
-            &self.start[..]
-        } else {
-            &[]
-        };
-        self.iterate.iter().chain(refresh).collect()
-    }
-
-    fn products(&self, k: usize) -> usize {
-        1 + usize::from(Self::refresh(k))
-    }
-
-    fn measure(&self, _k: usize) -> &[Step] {
-        &self.measure
-    }
-
-    fn iterate(&self, _k: usize) -> &wgpu::Buffer {
-        &self.x
-    }
-
-    fn best(&self) -> &wgpu::Buffer {
-        &self.best
-    }
-
-    fn reset(&self, engine: &Engine, data: &ProblemData) {
-        engine.write(&self.x, bytemuck::cast_slice(&data.gamma));
-        engine.write(&self.state, bytemuck::bytes_of(&self.initial));
-    }
+/// The iteration of P-SPG-FB; `start` computes `g = A x + b`.
+fn program(ctx: &GpuContext, engine: &Engine, params: &SpgParams) -> Result<Program> {
+    let [x, g, d, ad, best] = ["x", "g", "d", "ad", "best"].map(|l| engine.vector(l));
+    let (x, g, d, ad, best) = (x?, g?, d?, ad?, best?);
+    let initial = SpgState {
+        alpha: params.alpha_0 as f32,
+        lambda: 0.0,
+        j: 0,
+        hist_len: 0,
+        hist_head: 0,
+        pad: [0; 3],
+        history: [0.0; MAX_GLL],
+    };
+    let state = engine.buffer("spg state", Access::Write, bytemuck::bytes_of(&initial));
+    let [cfg, cfg_fallback] = [0, 1].map(|fallback| {
+        config(params, fallback)
+            .map(|c| engine.buffer("spg config", Access::Uniform, bytemuck::bytes_of(&c)))
+    });
+    let (cfg, cfg_fallback) = (cfg?, cfg_fallback?);
+    let vectors = [
+        ("x", &x),
+        ("g", &g),
+        ("d", &d),
+        ("ad", &ad),
+        ("state", &state),
+    ];
+    let [own, own_fallback] = [&cfg, &cfg_fallback].map(|cfg| {
+        let mut own = vectors.to_vec();
+        own.push(("cfg", cfg));
+        own
+    });
+    let mut iterate = vec![
+        engine.step(ctx, &SPG_DIRECTION, &own)?,
+        engine.reduce(ctx, Domain::Blocks, SLOT_A)?,
+        engine.step(ctx, &SPG_DIRECTION, &own_fallback)?,
+        engine.reduce(ctx, Domain::Blocks, SLOT_B)?,
+    ];
+    let kernels = [
+        (&SPG_CURVATURE, &vectors[..]),
+        (&SPG_SCALARS, &own[..]),
+        (&SPG_UPDATE, &vectors[..]),
+    ];
+    iterate.extend(descent(ctx, engine, [&d, &ad], SLOT_C, kernels)?);
+    let start = Start::every(Spg::REFRESH, 1, engine.apply(ctx, &x, &g, true)?);
+    let phase = Phase::new(iterate, engine.measure(ctx, &x, &g, &best)?, x.clone());
+    let state_bytes = bytemuck::bytes_of(&initial).to_vec();
+    let state: (_, Initial) = (state, Box::new(move |_| state_bytes.clone()));
+    let initial = vec![(x, initial_gamma()), state];
+    Ok(Program::new(start, vec![phase], best, initial))
 }
 
 impl GpuKernels {
     /// The P-SPG-FB kernels on `data` with `params` (`N_GLL` at most [`MAX_GLL`]).
     pub fn spg(ctx: &GpuContext, data: &ProblemData, params: &SpgParams) -> Result<Self> {
-        GpuKernels::new(ctx, data, |engine| {
-            Ok(Box::new(SpgProgram::new(ctx, engine, params)?))
-        })
+        GpuKernels::new(ctx, data, |engine| program(ctx, engine, params))
     }
 }
 

@@ -1,6 +1,8 @@
 //! Builders shared by the integration tests.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod gpu;
+
 use std::path::PathBuf;
 
 use signorini::problem::{
