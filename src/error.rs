@@ -80,6 +80,29 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A problem or a scene would need more memory than [`crate::limits::Limits`] allows:
+    /// refused before the allocation.
+    #[error(
+        "{what} would need {}, more than the memory limit of {} (set it with --max-memory)",
+        bytes.map_or("more than 2⁶⁴ bytes (its size overflows)".to_string(), crate::limits::human),
+        crate::limits::human(*limit)
+    )]
+    TooLarge {
+        /// What was being prepared, with its sizes.
+        what: String,
+        /// The estimate, bytes; `None` when the size computation overflowed.
+        bytes: Option<u64>,
+        /// The limit, bytes.
+        limit: u64,
+    },
+    /// A problem file's content is inconsistent (the error inside names the field).
+    #[error("{file}: {source}")]
+    InFile {
+        /// The file.
+        file: String,
+        /// What is wrong with its content.
+        source: Box<Error>,
+    },
     /// A factorization needed to prepare the problem failed.
     #[error("factorization failed: {0}")]
     Factorization(String),

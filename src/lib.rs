@@ -55,10 +55,12 @@
 //! - [`mod@bench`]: the benchmarks of `signorini bench` (throughput CPU vs GPU, convergence,
 //!   scaling, accuracy) and their report (markdown, CSV, charts).
 //! - [`error`]: the crate's error type.
+//! - [`limits`]: the memory limit sizes are checked against before allocating.
 
 pub mod bench;
 pub mod error;
 pub mod gpu;
+pub mod limits;
 pub mod problem;
 pub mod registry;
 pub mod report;

@@ -19,6 +19,7 @@ fn all() -> Vec<Box<dyn Solver>> {
         Box::new(Apgd),
         Box::new(Ip::default()),
         Box::new(Simplex::default()),
+        Box::new(Simplex::pyramid()),
         Box::new(JacobiGpu::default()),
         Box::new(SpgGpu::default()),
         Box::new(ApgdGpu::default()),

@@ -10,6 +10,11 @@
 //! mutated in the data of their datasets (sizes, storage codes, pointers, indices, values)
 //! or truncated, not in their HDF5 metadata (see [`mutate_datasets`]).
 //!
+//! Every input goes through its reader as `io::read` takes it (UTF-8 or not), and what
+//! validates is prepared with `System::with_limits`. Size fields are drawn near the integer
+//! limits (`2⁶⁴ − 1`, `2⁶³`, `2⁶¹`, `2³²`, ...), and a separate test sets every size field
+//! of every seed problem to those values.
+//!
 //! Each input must give `Ok` or `Err`: a panic fails the test (the input is saved under
 //! cargo's test temporary folder), a heap growth beyond `ALLOC_PER_BYTE` times the input
 //! size (plus `ALLOC_SLACK`) aborts the process (a global allocator with a limit), and the
@@ -26,8 +31,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use cap::Cap;
-use signorini::problem::Problem;
-use signorini::problem::io::{self, SiconosKind, binary, json, siconos};
+use signorini::limits::Limits;
+use signorini::problem::io::{self, Format, SiconosKind, binary, json};
+use signorini::problem::{CsrMatrix, Operator, Problem, System};
 
 #[global_allocator]
 static ALLOC: Cap<std::alloc::System> = Cap::new(std::alloc::System, usize::MAX);
@@ -197,8 +203,14 @@ fn data_regions(group: &hdf5::Group, out: &mut Vec<(usize, usize, usize)>) {
 }
 
 const INTERESTING_BYTES: [u8; 6] = [0x00, 0xff, 0x7f, 0x80, 0x01, 0xfe];
-const INTERESTING_WORDS: [u64; 8] = [
+/// Size fields near the integer limits (`u64`, `i64`, `u32`, `i32`, and the counts whose
+/// `+ 1` or `× 8` overflows), and small ones.
+const INTERESTING_WORDS: [u64; 12] = [
     u64::MAX,
+    u64::MAX - 1,
+    u64::MAX / 8 + 1,
+    i64::MAX as u64,
+    1 << 63,
     1 << 40,
     1 << 32,
     0x7fff_ffff,
@@ -207,7 +219,11 @@ const INTERESTING_WORDS: [u64; 8] = [
     0,
     1,
 ];
-const INTERESTING_TOKENS: [&str; 9] = [
+const INTERESTING_TOKENS: [&str; 13] = [
+    "18446744073709551615",
+    "18446744073709551614",
+    "9223372036854775807",
+    "2305843009213693952",
     "999999999999999999",
     "4294967296",
     "2147483647",
@@ -327,26 +343,37 @@ fn mutate(rng: &mut Rng, seed: &Seed) -> Vec<u8> {
     data
 }
 
-/// Reads one input with its reader, then validates it as `io::read` does.
+/// Reads one input with its reader as `io::read` does (every input, UTF-8 or not, goes
+/// through the reader), then prepares what validates with `System::with_limits`, under a
+/// memory limit below the allocator's cap: a size the reader lets through must be refused
+/// there, not abort the process.
 fn read(reader: Reader, bytes: &[u8], scratch: &Path) -> signorini::Result<()> {
     let problem = match reader {
-        Reader::Dat(kind) => match std::str::from_utf8(bytes) {
-            Ok(text) => siconos::parse(text, kind, "fuzz.dat")?,
-            Err(_) => return Ok(()),
-        },
-        Reader::Json => match std::str::from_utf8(bytes) {
-            Ok(text) => json::from_str(text, "fuzz.json")?,
-            Err(_) => return Ok(()),
-        },
-        Reader::Binary => binary::from_bytes(bytes, "fuzz.bin")?,
+        Reader::Dat(kind) => io::from_text(bytes, Format::Siconos(kind), "fuzz.dat")?,
+        Reader::Json => io::from_text(bytes, Format::Json, "fuzz.json")?,
+        Reader::Binary => {
+            let p = binary::from_bytes(bytes, "fuzz.bin")?;
+            p.validate()?;
+            p
+        }
         #[cfg(feature = "fclib")]
         Reader::Fclib => {
             std::fs::write(scratch, bytes).unwrap();
-            io::fclib::read(scratch)?.problem
+            let p = io::fclib::read(scratch)?.problem;
+            p.validate()?;
+            p
         }
     };
     let _ = scratch;
-    problem.validate()
+    prepare(&problem, bytes.len())
+}
+
+/// `System::with_limits` within the budget of an input of `len` bytes.
+fn prepare(problem: &Problem, len: usize) -> signorini::Result<()> {
+    let limits = Limits {
+        max_memory: (ALLOC_SLACK / 2 + ALLOC_PER_BYTE / 2 * len) as u64,
+    };
+    System::with_limits(problem, &limits).map(|_| ())
 }
 
 #[derive(Default)]
@@ -435,6 +462,74 @@ fn count_from_env(default: usize) -> usize {
 #[test]
 fn readers_survive_mutated_files() {
     fuzz(count_from_env(1000), 1);
+}
+
+/// Every size field of every seed problem set to each value near the integer limits:
+/// validation and `System::with_limits` refuse them, none panics or allocates past the
+/// cap (a global problem with `h.nrows = 2⁶⁴ − 1` once overflowed `nrows + 1`).
+#[test]
+fn size_fields_at_the_integer_limits_are_refused() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = common::fresh_dir("fuzz-sizes");
+    let problems: Vec<Problem> = seeds(&tmp)
+        .iter()
+        .filter(|s| s.reader == Reader::Json)
+        .map(|s| json::from_str(std::str::from_utf8(&s.bytes).unwrap(), "seed").unwrap())
+        .collect();
+    let mut cases = 0;
+    for problem in &problems {
+        for field in 0..6 {
+            for &value in &INTERESTING_WORDS {
+                let Some(mutated) = with_size(problem, field, value as usize) else {
+                    continue;
+                };
+                if mutated == *problem {
+                    continue;
+                }
+                cases += 1;
+                let budget = ALLOC.allocated() + ALLOC_SLACK;
+                ALLOC.set_limit(budget).unwrap();
+                let outcome = std::panic::catch_unwind(|| {
+                    mutated.validate().and_then(|()| prepare(&mutated, 0))
+                });
+                ALLOC.set_limit(usize::MAX).unwrap();
+                match outcome {
+                    Ok(r) => assert!(
+                        r.is_err(),
+                        "{}: field {field} = {value} accepted",
+                        problem.name
+                    ),
+                    Err(_) => panic!("{}: field {field} = {value} panicked", problem.name),
+                }
+            }
+        }
+    }
+    assert!(cases > 100, "only {cases} cases");
+}
+
+/// `problem` with its `field`-th size set to `value`: the dimensions of its matrices (rows,
+/// columns) and the dimension of its first bilateral block; `None` when it has no such field.
+fn with_size(problem: &Problem, field: usize, value: usize) -> Option<Problem> {
+    let mut p = problem.clone();
+    let matrices: Vec<&mut CsrMatrix> = match &mut p.operator {
+        Operator::Factored(_) => Vec::new(),
+        Operator::Assembled(a) => vec![&mut a.n],
+        Operator::Global(g) => vec![&mut g.h, &mut g.j],
+    };
+    let mut sizes: Vec<&mut usize> = matrices
+        .into_iter()
+        .flat_map(|m| [&mut m.nrows, &mut m.ncols])
+        .collect();
+    if let Some(signorini::problem::Cone::Bilateral { dim }) = p
+        .cones
+        .iter_mut()
+        .find(|c| matches!(c, signorini::problem::Cone::Bilateral { .. }))
+    {
+        sizes.push(dim);
+    }
+    **sizes.get_mut(field)? = value;
+    drop(sizes);
+    Some(p)
 }
 
 /// The long run: `SIGNORINI_FUZZ_N` inputs per reader (default 250 000, 1e6 in all).

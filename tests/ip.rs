@@ -273,3 +273,31 @@ fn cli_solves_with_ip() {
     let err = out["merit"]["siconos_error"].as_f64().unwrap();
     assert!(err <= 1e-12, "{out}");
 }
+
+/// The README's claim: on `balls_in_box` (its settings: tolerance 1e-3 m/s on the velocity
+/// residual) the interior point needs `IP_ITERATIONS` per step with contacts, and converges
+/// at every step (40 steps of 250 spheres here; 1000 spheres gave 13–20, 6 minutes in the
+/// test profile).
+#[test]
+fn balls_in_box_iterations_per_step_are_what_the_readme_says() {
+    let sets = [("lattice.0.count".to_string(), "250".to_string())];
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/balls_in_box.toml");
+    let mut sc = scene::load(&file, &sets).unwrap();
+    let mut ip = signorini::solver::Runner::new(Box::new(Ip::default()));
+    let mut iterations = Vec::new();
+    for k in 0..40 {
+        let (stats, report) = sc.world.step_with_report(&mut ip).unwrap();
+        assert_eq!(report.status, Status::Converged, "step {k}");
+        if stats.contacts > 0 {
+            iterations.push(report.iterations);
+        }
+    }
+    println!("iterations per step: {iterations:?}");
+    assert!(
+        iterations.iter().all(|i| IP_ITERATIONS.contains(i)),
+        "{iterations:?} outside {IP_ITERATIONS:?}"
+    );
+}
+
+/// Iterations per step of the interior point on `balls_in_box` (README).
+const IP_ITERATIONS: std::ops::RangeInclusive<usize> = 10..=20;

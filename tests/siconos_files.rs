@@ -151,7 +151,7 @@ fn clarabel_references() -> HashMap<String, f64> {
 #[test]
 fn fc3d_error_reproduces_published_values() {
     for (file, err0) in [
-        ("BoxesStack1-i100000-32.hdf5.dat", 1.0),
+        ("BoxesStack1-i100000-32.hdf5.dat", 1.0f64),
         ("Capsules-i100-1090.dat", 0.00744),
         ("Confeti-ex03-Fc3D-SBM.dat", 0.569),
         ("FrictionContact3D_1c.dat", 0.266),
@@ -160,7 +160,10 @@ fn fc3d_error_reproduces_published_values() {
     ] {
         let sys = System::new(&read(&siconos(&format!("fc3d/{file}")))).unwrap();
         let m = merit::evaluate(&sys, &vec![0.0; sys.rows()], FrictionModel::Coulomb);
-        assert_close(m.siconos_error.unwrap(), err0, 5e-3);
+        // The MANIFEST rounds to 3 significant digits: half a unit of the third.
+        let half_unit = 0.5 * 10f64.powi(err0.log10().floor() as i32 - 2);
+        let err = m.siconos_error.unwrap();
+        assert!((err - err0).abs() <= half_unit, "{file}: {err} vs {err0}");
     }
     for (file, published) in clarabel_references() {
         let sys = System::new(&read(&siconos(&format!("fc3d/{file}")))).unwrap();
@@ -232,8 +235,9 @@ fn pgs_solves_the_symmetric_psd_lcps() {
     assert_close(z("lcp_deudeu")[1], 7.0 / 3.0, 1e-7);
 }
 
-/// PGS with the Coulomb model on every fc3d file, reported in a table; the files whose
-/// reference error is ≤ 1e-7 must reach a Siconos error ≤ 1e-5.
+/// PGS with the Coulomb model on every fc3d file, reported in a table; what the README
+/// claims: a Siconos error ≤ 1e-7 on every file except `BoxesStack1` (singular `W`), where
+/// 20000 sweeps reach 1.6e-5.
 #[test]
 fn pgs_on_every_fc3d_problem() {
     let refs = clarabel_references();
@@ -269,17 +273,23 @@ fn pgs_on_every_fc3d_problem() {
             r.status
         )
         .unwrap();
-        if reference <= 1e-7 && (err.is_nan() || err > 1e-5) {
-            failures.push(format!("{file}: {err:e}"));
+        let claim = if file.starts_with("BoxesStack1") {
+            1.65e-5 // "1.6e-5", two digits
+        } else {
+            1e-7
+        };
+        if err.is_nan() || err > claim {
+            failures.push(format!("{file}: {err:e} > {claim:e}"));
         }
-        if reference <= 1e-7 {
-            assert_ne!(r.status, Status::NumericalError, "{file}");
-        }
+        assert_ne!(r.status, Status::NumericalError, "{file}");
     }
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fc3d-pgs.md");
     std::fs::write(&out, &table).unwrap();
     println!("{table}\n(written to {})", out.display());
-    assert!(failures.is_empty(), "PGS above 1e-5: {failures:?}\n{table}");
+    assert!(
+        failures.is_empty(),
+        "PGS above the claim: {failures:?}\n{table}"
+    );
 }
 
 /// The global problems: PGS with the Coulomb model reaches the Siconos gfc3d error 1e-6

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// The cone `K_k` of one constraint block (DESIGN §1).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Cone {
     /// An equality block (joint rows): `K = ℝ^dim`, `K* = {0}`, projection = identity.
     Bilateral {

@@ -64,6 +64,7 @@ impl std::str::FromStr for FrictionModel {
 /// One dynamic body of the factored form: fixed bodies have no velocity unknowns and are
 /// simply absent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Body {
     /// Mass (> 0).
     pub mass: f64,
@@ -84,6 +85,7 @@ impl Body {
 
 /// The Jacobian of one constraint block: `d × 6` per body it acts on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct JacobianBlock {
     /// One or two distinct body indices.
     pub bodies: Vec<usize>,
@@ -94,6 +96,7 @@ pub struct JacobianBlock {
 
 /// The matrix-free form built by the simulator: `N = J M⁻¹ Jᵀ`, `r = J v_free + b`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Factored {
     /// The dynamic bodies.
     pub bodies: Vec<Body>,
@@ -106,6 +109,7 @@ pub struct Factored {
 /// An explicit Delassus matrix: the `W, q` of a Siconos/FCLIB local problem, or the `M, q`
 /// of an LCP/MLCP.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Assembled {
     /// The square matrix `N`.
     pub n: CsrMatrix,
@@ -116,6 +120,7 @@ pub struct Assembled {
 /// A global problem: `H v = f + Jᵀ γ`, `u = J v + b`, with `H` sparse symmetric positive
 /// definite (mass, stiffness, ...). Siconos' `M, H, q, b` are our `H, Jᵀ, f, b`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Global {
     /// `ndof × ndof` matrix `H`.
     pub h: CsrMatrix,
@@ -129,7 +134,7 @@ pub struct Global {
 
 /// The three forms of the operator (DESIGN §1, "two operator forms, one interface").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Operator {
     /// Bodies, per-block Jacobians and a diagonal inverse mass.
     Factored(Factored),
@@ -141,6 +146,7 @@ pub enum Operator {
 
 /// One cone complementarity problem `K ∋ γ ⊥ Nγ + r ∈ K*`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Problem {
     /// A name for reports (usually the file name).
     #[serde(default)]

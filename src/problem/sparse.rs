@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 
 /// A real matrix in CSR storage. Column indices within a row are strictly increasing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CsrMatrix {
     /// Number of rows.
     pub nrows: usize,
@@ -152,13 +153,14 @@ impl CsrMatrix {
 
     /// Checks the CSR invariants; `name` prefixes the field in the error.
     pub fn validate(&self, name: &str) -> Result<()> {
-        if self.indptr.len() != self.nrows + 1 {
+        // `nrows + 1` overflows for nrows = usize::MAX: such a matrix has no row pointer.
+        if self.nrows.checked_add(1) != Some(self.indptr.len()) {
             return Err(Error::invalid(
                 format!("{name}.indptr"),
                 format!(
-                    "has {} entries, expected nrows + 1 = {}",
+                    "has {} entries, expected nrows + 1 = {} + 1",
                     self.indptr.len(),
-                    self.nrows + 1
+                    self.nrows
                 ),
             ));
         }
@@ -245,5 +247,10 @@ mod tests {
         b.indptr[1] = 5;
         let msg = b.validate("b").unwrap_err().to_string();
         assert!(msg.contains("b.indptr[2]"), "{msg}");
+        // nrows at the integer limit: an error, not an overflow of `nrows + 1`.
+        let mut c = CsrMatrix::from_triplets(1, 1, &[(0, 0, 1.0)]).unwrap();
+        c.nrows = usize::MAX;
+        let msg = c.validate("h").unwrap_err().to_string();
+        assert!(msg.contains("h.indptr"), "{msg}");
     }
 }

@@ -3,16 +3,24 @@
 
 use std::ops::Range;
 
-use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt::factor::LltRegularization;
+use faer::sparse::linalg::cholesky::{
+    CholeskySymbolicParams, LltRef, SymbolicCholesky, SymmetricOrdering,
+    factorize_symbolic_cholesky,
+};
+use faer::sparse::{SparseColMat, Triplet};
+use faer::{Conj, MatMut, Par, Side};
 
 use super::operator::{AssembledOperator, DelassusOperator, FactoredOperator, block_offsets};
 use super::{Cone, CsrMatrix, Global, Operator, Problem, ProblemClass};
 use crate::error::{Error, Result};
+use crate::limits::{self, Limits};
 
 /// What a global problem keeps to recover `v = H⁻¹ (f + Jᵀ γ)` and measure its residuals.
 struct GlobalParts {
     data: Global,
-    h_chol: Cholesky<f64, Dyn>,
+    h_factor: SparseLlt,
 }
 
 /// The problem every solver works on: `K ∋ γ ⊥ u = (N + E) γ + r ∈ K*`.
@@ -30,13 +38,24 @@ pub struct System {
 }
 
 impl System {
-    /// Validates `problem` and prepares its operator.
+    /// Validates `problem` and prepares its operator, within the default [`Limits`].
     ///
     /// A global problem is reduced to its Delassus form `N = J H⁻¹ Jᵀ`, `r = J H⁻¹ f + b`
-    /// with a dense Cholesky factorization of `H`; an `H` that is not positive definite is an
-    /// error.
+    /// with a sparse Cholesky factorization of `H` (faer); an `H` that is not positive
+    /// definite is an error.
     pub fn new(problem: &Problem) -> Result<Self> {
+        Self::with_limits(problem, &Limits::default())
+    }
+
+    /// [`System::new`] within `limits`: the memory the prepared operator needs is estimated
+    /// (the copies of the data; for a global problem the factor of `H` and the reduced `N`)
+    /// and refused, before it is allocated, when it exceeds the limit.
+    pub fn with_limits(problem: &Problem, limits: &Limits) -> Result<Self> {
         problem.validate()?;
+        limits.check(
+            || format!("problem `{}` ({} rows)", problem.name, problem.rows()),
+            estimate(problem),
+        )?;
         let dims: Vec<usize> = problem.cones.iter().map(Cone::dim).collect();
         let offsets = block_offsets(dims.iter().copied());
         let m = offsets[dims.len()];
@@ -57,10 +76,10 @@ impl System {
                 a.r.clone(),
             ),
             Operator::Global(g) => {
-                let (n, r, h_chol) = reduce_global(g)?;
+                let (n, r, h_factor) = reduce_global(g, limits)?;
                 global = Some(GlobalParts {
                     data: g.clone(),
-                    h_chol,
+                    h_factor,
                 });
                 (Box::new(AssembledOperator::new(n, &dims)), r)
             }
@@ -195,10 +214,105 @@ impl GlobalParts {
         let mut rhs = vec![0.0; self.data.h.nrows];
         self.data.j.mul_transpose_vec(gamma, &mut rhs);
         rhs.iter_mut().zip(&self.data.f).for_each(|(a, f)| *a += f);
-        self.h_chol
-            .solve(&DVector::from_vec(rhs))
-            .as_slice()
-            .to_vec()
+        self.h_factor.solve(&mut rhs);
+        rhs
+    }
+}
+
+/// Bytes per stored entry of a sparse matrix (value and index) and per row (pointer).
+const ENTRY_BYTES: usize = 16;
+
+/// The memory `System::new` allocates beside the problem: the copies of its vectors and
+/// matrices (a global problem's data is kept, its `N` estimated separately while it is
+/// built; see `reduce_global`). `None` when a size overflows.
+fn estimate(p: &Problem) -> Option<u64> {
+    let m = p.rows();
+    let vectors = limits::bytes_of(m, 3 * 8 + 8);
+    let operator = match &p.operator {
+        Operator::Factored(f) => limits::total(&[
+            limits::bytes_of(f.bodies.len(), 2 * 6 * 8),
+            limits::bytes_of(f.jacobians.iter().map(|j| j.rows.len()).sum(), 6 * 8 + 8),
+        ]),
+        Operator::Assembled(a) => limits::bytes_of(a.n.nnz() + a.n.nrows, ENTRY_BYTES),
+        Operator::Global(g) => limits::total(&[
+            limits::bytes_of(
+                g.h.nnz() + g.j.nnz() + g.h.nrows + g.j.nrows,
+                2 * ENTRY_BYTES,
+            ),
+            limits::bytes_of(g.f.len() + g.b.len(), 8),
+        ]),
+    };
+    limits::total(&[vectors, operator])
+}
+
+/// A sparse Cholesky factor `H = L Lᵀ` of the lower triangle of `H` (faer, AMD ordering).
+struct SparseLlt {
+    symbolic: SymbolicCholesky<usize>,
+    values: Vec<f64>,
+}
+
+impl SparseLlt {
+    /// Factors the lower triangle of `h`; the factor's size is checked against `limits`
+    /// before its values are allocated.
+    fn new(h: &CsrMatrix, limits: &Limits) -> Result<Self> {
+        let n = h.nrows;
+        let lower: Vec<Triplet<usize, usize, f64>> = (0..n)
+            .flat_map(|i| {
+                let (cols, vals) = h.row(i);
+                cols.iter()
+                    .zip(vals)
+                    .filter(move |(j, _)| **j <= i)
+                    .map(move |(&j, &v)| Triplet::new(i, j, v))
+            })
+            .collect();
+        let not_factored = |e: String| Error::Factorization(format!("H: {e}"));
+        let a = SparseColMat::<usize, f64>::try_new_from_triplets(n, n, &lower)
+            .map_err(|e| not_factored(format!("{e:?}")))?;
+        let symbolic = factorize_symbolic_cholesky(
+            a.symbolic(),
+            Side::Lower,
+            SymmetricOrdering::Amd,
+            CholeskySymbolicParams::default(),
+        )
+        .map_err(|e| not_factored(format!("{e:?}")))?;
+        limits.check(
+            || format!("the Cholesky factor of H ({n}×{n}, {} entries)", h.nnz()),
+            limits::bytes_of(symbolic.len_val(), 8),
+        )?;
+        let mut values = vec![0.0; symbolic.len_val()];
+        let mut mem = MemBuffer::new(
+            symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()),
+        );
+        symbolic
+            .factorize_numeric_llt(
+                &mut values,
+                a.as_ref(),
+                Side::Lower,
+                LltRegularization::default(),
+                Par::Seq,
+                MemStack::new(&mut mem),
+                Default::default(),
+            )
+            .map_err(|_| {
+                Error::Factorization(
+                    "H is not positive definite: the global problem cannot be reduced to \
+                     N = J H⁻¹ Jᵀ"
+                        .into(),
+                )
+            })?;
+        Ok(SparseLlt { symbolic, values })
+    }
+
+    /// `x ← H⁻¹ x`.
+    fn solve(&self, x: &mut [f64]) {
+        let n = x.len();
+        let mut mem = MemBuffer::new(self.symbolic.solve_in_place_scratch::<f64>(1, Par::Seq));
+        LltRef::new(&self.symbolic, &self.values).solve_in_place_with_conj(
+            Conj::No,
+            MatMut::from_column_major_slice_mut(x, n, 1),
+            Par::Seq,
+            MemStack::new(&mut mem),
+        );
     }
 }
 
@@ -206,30 +320,69 @@ impl GlobalParts {
 /// the factorization reads the lower triangle.
 const ASYMMETRY_TOLERANCE: f64 = 1e-6;
 
-/// `N = J H⁻¹ Jᵀ` and `r = J H⁻¹ f + b` with a dense Cholesky factor of `H`.
-fn reduce_global(g: &Global) -> Result<(CsrMatrix, Vec<f64>, Cholesky<f64, Dyn>)> {
-    let h = g.h.to_dense();
-    let asym = (&h - h.transpose()).amax();
-    if asym > ASYMMETRY_TOLERANCE * h.amax().max(f64::MIN_POSITIVE) {
+/// `N = J H⁻¹ Jᵀ` and `r = J H⁻¹ f + b` with a sparse Cholesky factor of `H`. `N` is built
+/// a column at a time (`H⁻¹ Jᵀ e_i`, then `J` on the non-zero entries only) and its size is
+/// checked against `limits` as it grows.
+fn reduce_global(g: &Global, limits: &Limits) -> Result<(CsrMatrix, Vec<f64>, SparseLlt)> {
+    let h = &g.h;
+    let scale = h
+        .values
+        .iter()
+        .fold(f64::MIN_POSITIVE, |a, v| a.max(v.abs()));
+    let asym = (0..h.nrows)
+        .flat_map(|i| {
+            let (cols, vals) = h.row(i);
+            cols.iter()
+                .zip(vals)
+                .map(move |(&j, &v)| (v - h.get(j, i)).abs())
+        })
+        .fold(0.0, f64::max);
+    if asym > ASYMMETRY_TOLERANCE * scale {
         return Err(Error::invalid(
             "h",
             format!("is not symmetric (max |H − Hᵀ| = {asym:e})"),
         ));
     }
-    let chol = Cholesky::new(h).ok_or_else(|| {
-        Error::Factorization(
-            "H is not positive definite: the global problem cannot be reduced to N = J H⁻¹ Jᵀ"
-                .into(),
-        )
-    })?;
-    let jt: DMatrix<f64> = g.j.to_dense().transpose();
-    let h_inv_jt = chol.solve(&jt);
-    let n = g.j.to_dense() * &h_inv_jt;
-    let m = g.j.nrows;
-    let n = CsrMatrix::from_dense_col_major(m, m, n.as_slice());
-    let v_free = chol.solve(&DVector::from_column_slice(&g.f));
+    let factor = SparseLlt::new(h, limits)?;
+    let (m, ndof) = (g.j.nrows, h.nrows);
+    let jt = g.j.transpose();
+    let mut triplets = Vec::new();
+    let mut x = vec![0.0; ndof];
+    let mut column = vec![0.0; m];
+    let mut touched = Vec::new();
+    for i in 0..m {
+        x.iter_mut().for_each(|v| *v = 0.0);
+        let (cols, vals) = g.j.row(i);
+        cols.iter().zip(vals).for_each(|(&k, &v)| x[k] = v);
+        factor.solve(&mut x);
+        // Column i of N = J x, from the rows of J that meet the non-zeros of x.
+        for (k, &xk) in x.iter().enumerate().filter(|(_, v)| **v != 0.0) {
+            let (rows, vals) = jt.row(k);
+            for (&r, &v) in rows.iter().zip(vals) {
+                if column[r] == 0.0 {
+                    touched.push(r);
+                }
+                column[r] += v * xk;
+            }
+        }
+        for &r in &touched {
+            // An entry that cancels to zero stays out; it is not in the pattern.
+            if column[r] != 0.0 {
+                triplets.push((r, i, column[r]));
+            }
+            column[r] = 0.0;
+        }
+        touched.clear();
+        limits.check(
+            || format!("the reduced operator N = J H⁻¹ Jᵀ ({m}×{m}, {ndof} degrees of freedom)"),
+            limits::bytes_of(triplets.len(), 3 * 8),
+        )?;
+    }
+    let n = CsrMatrix::from_triplets(m, m, &triplets)?;
+    let mut v_free = g.f.clone();
+    factor.solve(&mut v_free);
     let mut r = vec![0.0; m];
-    g.j.mul_vec(v_free.as_slice(), &mut r);
+    g.j.mul_vec(&v_free, &mut r);
     r.iter_mut().zip(&g.b).for_each(|(ri, bi)| *ri += bi);
-    Ok((n, r, chol))
+    Ok((n, r, factor))
 }

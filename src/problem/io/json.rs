@@ -4,14 +4,26 @@
 use crate::error::{Error, Result};
 use crate::problem::Problem;
 
-/// Parses a JSON problem; `file` names it in errors. The problem is not validated here.
+/// Parses a JSON problem; `file` names it in errors, with the line, the column and the path
+/// of the key at fault (an unknown key is an error). The problem is not validated here.
 pub fn from_str(text: &str, file: &str) -> Result<Problem> {
-    serde_json::from_str(text).map_err(|e| Error::Json {
+    let located = |e: &serde_json::Error, message: String| Error::Json {
         file: file.to_string(),
         line: e.line(),
         column: e.column(),
-        message: e.to_string(),
-    })
+        message,
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    let problem: Problem = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.inner();
+        match path.as_str() {
+            "." => located(inner, inner.to_string()),
+            _ => located(inner, format!("at `{path}`: {inner}")),
+        }
+    })?;
+    de.end().map_err(|e| located(&e, e.to_string()))?;
+    Ok(problem)
 }
 
 /// The JSON text of a problem (pretty-printed).

@@ -26,10 +26,25 @@ pub enum SiconosKind {
 }
 
 impl SiconosKind {
+    /// Every kind, in the order the content is tried when the name and the folder do not
+    /// settle it.
+    pub const ALL: [SiconosKind; 5] = [
+        SiconosKind::Fc3d,
+        SiconosKind::Gfc3d,
+        SiconosKind::Lcp,
+        SiconosKind::Mlcp,
+        SiconosKind::GenericMechanical,
+    ];
+
     /// Guesses the kind from the file name, then from the name of its folder.
     pub fn detect(path: &std::path::Path) -> Option<Self> {
+        Self::from_name(path).or_else(|| Self::from_folder(path))
+    }
+
+    /// The kind the file name says: `*_mlcp.dat`, `lcp_*`, `gfc3d*`, `gmp*`.
+    pub fn from_name(path: &std::path::Path) -> Option<Self> {
         let name = path.file_name()?.to_str()?.to_ascii_lowercase();
-        let by_name = if name.ends_with("_mlcp.dat") {
+        if name.ends_with("_mlcp.dat") {
             Some(SiconosKind::Mlcp)
         } else if name.starts_with("lcp_") {
             Some(SiconosKind::Lcp)
@@ -39,17 +54,28 @@ impl SiconosKind {
             Some(SiconosKind::GenericMechanical)
         } else {
             None
-        };
-        by_name.or_else(|| {
-            let dir = path.parent()?.file_name()?.to_str()?.to_ascii_lowercase();
-            match dir.as_str() {
-                "lcp" => Some(SiconosKind::Lcp),
-                "mlcp" => Some(SiconosKind::Mlcp),
-                "fc3d" => Some(SiconosKind::Fc3d),
-                "gfc3d" => Some(SiconosKind::Gfc3d),
-                "gmp" => Some(SiconosKind::GenericMechanical),
-                _ => None,
-            }
+        }
+    }
+
+    /// The kind the name of the file's folder says (`lcp`, `mlcp`, `fc3d`, `gfc3d`, `gmp`).
+    pub fn from_folder(path: &std::path::Path) -> Option<Self> {
+        path.parent()?
+            .file_name()?
+            .to_str()?
+            .to_ascii_lowercase()
+            .parse()
+            .ok()
+    }
+}
+
+impl std::fmt::Display for SiconosKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SiconosKind::Lcp => "lcp",
+            SiconosKind::Mlcp => "mlcp",
+            SiconosKind::Fc3d => "fc3d",
+            SiconosKind::Gfc3d => "gfc3d",
+            SiconosKind::GenericMechanical => "gmp",
         })
     }
 }
@@ -390,6 +416,11 @@ impl<'a> Tokens<'a> {
     /// A NumericsMatrix block: storage, sizes, payload (FORMATS.md §1.1).
     fn matrix(&mut self, what: &str) -> Result<NumericsMatrix> {
         let storage = self.size(&format!("the storage type of {what} (0 dense, 1 SBM)"))?;
+        if storage > 1 {
+            return Err(self.error_at_previous(&format!(
+                "storage type 0 (dense) or 1 (sparse block) for {what}"
+            )));
+        }
         let rows = self.size(&format!("the number of rows of {what}"))?;
         let cols = self.size(&format!("the number of columns of {what}"))?;
         match storage {
@@ -407,10 +438,7 @@ impl<'a> Tokens<'a> {
                     block_row_ends: None,
                 })
             }
-            1 => self.sparse_block(rows, cols, what),
-            _ => Err(self.error_at_previous(&format!(
-                "storage type 0 (dense) or 1 (sparse block) for {what}"
-            ))),
+            _ => self.sparse_block(rows, cols, what),
         }
     }
 
@@ -529,6 +557,10 @@ mod tests {
         assert!(msg.contains("M[3]") && msg.contains("`x`"), "{msg}");
         let err = parse("2\n0\n2 2\n2 2\n1 0\n0 1\n", SiconosKind::Lcp, "short.dat").unwrap_err();
         assert!(err.to_string().contains("the end of the file"), "{err}");
+        // An unknown storage type is reported at its own token (the 2nd), not a later one.
+        let err = parse("2\n7\n2 2\n", SiconosKind::Lcp, "st.dat").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("token 2") && msg.contains("`7`"), "{msg}");
         let err = parse("999999999\n", SiconosKind::Lcp, "huge.dat").unwrap_err();
         assert!(err.to_string().contains("no larger than the file"), "{err}");
     }

@@ -6,6 +6,7 @@
 //! is built (array entries by index: `lattice.0.count=20000`).
 
 mod build;
+mod checks;
 mod spec;
 
 use std::path::Path;
@@ -17,6 +18,7 @@ pub use spec::{
 
 use super::world::World;
 use crate::error::{Error, Result};
+use crate::limits::Limits;
 
 /// A scene ready to run.
 pub struct Scene {
@@ -26,10 +28,20 @@ pub struct Scene {
     pub world: World,
     /// How to run it.
     pub run: RunSettings,
+    /// What the checks of the scene found worth saying without refusing it (an envelope
+    /// shorter than the distance a body moves in one step).
+    pub warnings: Vec<String>,
 }
 
-/// Reads the scene file at `path`, applies the `(key, value)` overrides and builds it.
+/// Reads the scene file at `path`, applies the `(key, value)` overrides and builds it, within
+/// the default [`Limits`].
 pub fn load(path: &Path, sets: &[(String, String)]) -> Result<Scene> {
+    load_within(path, sets, &Limits::default())
+}
+
+/// [`load`] within `limits`: a scene whose bodies and contacts would need more memory is
+/// refused before it is built.
+pub fn load_within(path: &Path, sets: &[(String, String)], limits: &Limits) -> Result<Scene> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -40,16 +52,31 @@ pub fn load(path: &Path, sets: &[(String, String)]) -> Result<Scene> {
         .and_then(|s| s.to_str())
         .unwrap_or("scene")
         .to_string();
-    parse(&text, &file, &name, sets)
+    parse_within(&text, &file, &name, sets, limits)
 }
 
-/// Parses and builds a scene from its text; `file` names it in errors.
+/// Parses and builds a scene from its text, within the default [`Limits`]; `file` names it
+/// in errors.
 pub fn parse(text: &str, file: &str, name: &str, sets: &[(String, String)]) -> Result<Scene> {
+    parse_within(text, file, name, sets, &Limits::default())
+}
+
+/// [`parse`] within `limits`. Before anything is built, every number must be finite, every
+/// body of a positive mass, the time step and the envelope in proportion to the bodies and
+/// their speeds, and the memory within the limit; each refusal names the file, the line and
+/// the key.
+pub fn parse_within(
+    text: &str,
+    file: &str,
+    name: &str,
+    sets: &[(String, String)],
+    limits: &Limits,
+) -> Result<Scene> {
     let located = Located { text, file };
     // First from the text itself, so that errors carry their line; then with overrides.
     let mut spec: SceneFile = toml::from_str(text).map_err(|e| located.toml_error(&e))?;
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| located.toml_error(&e))?;
     if !sets.is_empty() {
-        let mut table: toml::Table = toml::from_str(text).map_err(|e| located.toml_error(&e))?;
         for (key, value) in sets {
             set_path(&mut table, key, value).map_err(|message| Error::Scene {
                 file: file.to_string(),
@@ -59,6 +86,7 @@ pub fn parse(text: &str, file: &str, name: &str, sets: &[(String, String)]) -> R
             })?;
         }
         spec = table
+            .clone()
             .try_into()
             .map_err(|e: toml::de::Error| Error::Scene {
                 file: file.to_string(),
@@ -67,14 +95,18 @@ pub fn parse(text: &str, file: &str, name: &str, sets: &[(String, String)]) -> R
                 message: e.message().to_string(),
             })?;
     }
-    spec.validate()
-        .map_err(|(section, key, message)| located.error(section, &key, message))?;
-    let world = build::world(&spec)
-        .map_err(|(section, key, message)| located.error(section, &key, message))?;
+    let spec_error = |(section, key, message): SpecError| located.error(section, &key, message);
+    checks::finite(&table).map_err(spec_error)?;
+    spec.validate().map_err(spec_error)?;
+    checks::masses(&spec).map_err(spec_error)?;
+    let warnings = checks::scales(&spec).map_err(spec_error)?;
+    checks::memory(&spec, limits).map_err(|e| crate::problem::io::in_file(file, e))?;
+    let world = build::world(&spec).map_err(spec_error)?;
     Ok(Scene {
         name: name.to_string(),
         world,
         run: spec.run,
+        warnings,
     })
 }
 

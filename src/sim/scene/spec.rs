@@ -365,6 +365,20 @@ impl SceneFile {
             st.contact_compliance,
         )?;
         non_negative(set, "settings.tol".into(), st.tol)?;
+        if st.max_iter == 0 {
+            return Err((
+                set,
+                "settings.max_iter".into(),
+                "is 0; a solver needs at least 1 iteration".into(),
+            ));
+        }
+        if let Some(w) = st.omega.filter(|w| !(*w > 0.0 && *w < 2.0)) {
+            return Err((
+                set,
+                "settings.omega".into(),
+                format!("is {w}; the relaxation must lie in (0, 2)"),
+            ));
+        }
         for (i, b) in self.body.iter().enumerate() {
             let sec = Some(("body", i));
             shape(sec, &format!("body[{i}].shape"), &b.shape)?;

@@ -35,26 +35,54 @@ use std::time::Instant;
 
 use nalgebra::DMatrix;
 
-use super::{
-    Report, Session, Settings, Solver, Stateless, StatelessSession, Status, TraceEntry,
-    effective_r, velocity_into,
-};
+use super::{Report, Session, Settings, Solver, Status, TraceEntry, effective_r, velocity_into};
 use crate::error::{Error, Result};
 use crate::problem::merit;
 use crate::problem::{Cone, CsrMatrix, FrictionModel, System};
 
-/// The pivoting simplex solver (registry name `simplex`). `Settings::max_iter` caps the
-/// number of pivots; `tol` is the acceptance threshold of the final check.
+/// The pivoting simplex solver (registry names `simplex` and `simplex-pyramid`).
+/// `Settings::max_iter` caps the number of pivots; `tol` is the acceptance threshold of the
+/// final check.
 #[derive(Debug, Clone, Copy)]
 pub struct Simplex {
     /// Generators of the pyramid that replaces each Coulomb cone (≥ 3; the friction bound
     /// is exact along a generator and low by the factor `cos(π/facets)` between two).
     pub facets: usize,
+    /// Which problem a solve through pyramids is checked against.
+    pub model: ConeModel,
+}
+
+/// The cone a pyramid answer is verified on (problems with Coulomb cones).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConeModel {
+    /// The problem as given (registry name `simplex`): the pyramid answer is `converged`
+    /// only when the merit set on the true Coulomb cones meets the tolerance; otherwise it
+    /// is reported [`Status::Stalled`] with the true-cone residual, an answer that missed
+    /// the tolerance.
+    #[default]
+    True,
+    /// The pyramid approximation itself (registry name `simplex-pyramid`, asked for by
+    /// name): an answer exact on the pyramid LCP is `converged`; the merit set of the report
+    /// is still that of the true cones, so it shows the approximation error.
+    Pyramid,
 }
 
 impl Default for Simplex {
     fn default() -> Self {
-        Simplex { facets: 8 }
+        Simplex {
+            facets: 8,
+            model: ConeModel::True,
+        }
+    }
+}
+
+impl Simplex {
+    /// The simplex whose pyramid answers are `converged` on the pyramid LCP.
+    pub fn pyramid() -> Self {
+        Simplex {
+            model: ConeModel::Pyramid,
+            ..Simplex::default()
+        }
     }
 }
 
@@ -86,19 +114,30 @@ pub struct Outcome {
 
 impl Solver for Simplex {
     fn name(&self) -> &'static str {
-        Self::NAME
+        match self.model {
+            ConeModel::True => "simplex",
+            ConeModel::Pyramid => "simplex-pyramid",
+        }
     }
 
     fn prepare(&self, _sys: &System, _settings: &Settings) -> Result<Box<dyn Session>> {
-        Ok(Box::new(StatelessSession(*self)))
+        Ok(Box::new(*self))
     }
 }
 
-impl Stateless for Simplex {
-    const NAME: &'static str = "simplex";
+/// A simplex session is the solver itself: its solves share nothing (it has two registry
+/// names, one per [`ConeModel`]).
+impl Session for Simplex {
+    fn name(&self) -> &'static str {
+        Solver::name(self)
+    }
 
-    fn solve_once(&self, sys: &System, settings: &Settings) -> Result<Report> {
+    fn solve(&mut self, sys: &System, settings: &Settings) -> Result<Report> {
         self.run(sys, settings).map(|o| o.report)
+    }
+
+    fn analyses(&self) -> usize {
+        0
     }
 }
 
@@ -113,6 +152,7 @@ impl Simplex {
         let start = Instant::now();
         let r_eff = effective_r(sys, None);
         let ctx = Context {
+            name: Solver::name(self),
             sys,
             settings,
             start,
@@ -140,6 +180,14 @@ impl Simplex {
             let gamma = pyramid.impulses(&out.report.gamma);
             let (status, pivots) = (out.report.status, out.report.iterations);
             let mut report = finish(&ctx, status, gamma, pivots, false);
+            // The pyramid LCP was solved exactly; whether that answers the problem as given
+            // is for the true cones to say.
+            if self.model == ConeModel::True
+                && status == Status::Converged
+                && !meets(&report, settings)
+            {
+                report.status = Status::Stalled;
+            }
             report.trace = std::mem::take(&mut out.report.trace);
             out.report = report;
             return Ok(out);
@@ -247,23 +295,31 @@ fn is_symmetric(n: &CsrMatrix) -> bool {
 /// the vector `r` of the solve.
 #[derive(Clone, Copy)]
 struct Context<'a> {
+    name: &'static str,
     sys: &'a System,
     settings: &'a Settings,
     start: Instant,
     r_eff: &'a [f64],
 }
 
+/// Whether a report meets the tolerance: the stopping criterion of the settings and, for
+/// Siconos problems, the Siconos error.
+fn meets(report: &Report, settings: &Settings) -> bool {
+    settings.met(&report.residual) && report.merit.siconos_error.is_none_or(|e| e <= settings.tol)
+}
+
 /// The report of a pivoting run. With `verify`, a `Converged` status is kept only if the
-/// merit set of `gamma` confirms it (criterion and Siconos error at or below `tol`);
-/// otherwise it becomes `NumericalError`. (A pyramid solve is verified on the pyramid LCP.)
+/// merit set of `gamma` confirms it ([`meets`]); otherwise it becomes `NumericalError`. (A
+/// pyramid solve is verified on the pyramid LCP; its caller checks the true cones.)
 fn finish(
     ctx: &Context<'_>,
-    mut status: Status,
+    status: Status,
     gamma: Vec<f64>,
     pivots: usize,
     verify: bool,
 ) -> Report {
     let Context {
+        name,
         sys,
         settings,
         start,
@@ -275,12 +331,8 @@ fn finish(
     let residual = merit::residual(sys, &gamma, &u, settings.friction, &vec![1.0; sys.blocks()]);
     let merit = merit::evaluate(sys, &gamma, settings.friction);
     let value = settings.criterion.of(&residual);
-    let siconos_ok = merit.siconos_error.is_none_or(|e| e <= settings.tol);
-    if verify && status == Status::Converged && !(settings.met(&residual) && siconos_ok) {
-        status = Status::NumericalError;
-    }
-    Report {
-        solver: "simplex".into(),
+    let mut report = Report {
+        solver: name.into(),
         status,
         iterations: pivots,
         time_s,
@@ -294,5 +346,9 @@ fn finish(
             time_s,
             products: pivots,
         }],
+    };
+    if verify && status == Status::Converged && !meets(&report, settings) {
+        report.status = Status::NumericalError;
     }
+    report
 }

@@ -1,0 +1,326 @@
+//! Checks of a scene before it is built: every number finite, the bodies not degenerate, the
+//! time step and the collision envelope against the scene's length and speed scales, and the
+//! memory the bodies and the contacts the envelope implies would take.
+
+use super::SpecError;
+use super::spec::{MotionSpec, SceneFile};
+use crate::error::Result;
+use crate::limits::{self, Limits};
+use crate::sim::Shape;
+use crate::sim::body::mass_properties;
+
+/// The tables of a scene file, as `SpecError` sections (for the line of a key).
+const SECTIONS: [&str; 10] = [
+    "settings",
+    "run",
+    "body",
+    "container",
+    "lattice",
+    "stack",
+    "chain",
+    "wall",
+    "net",
+    "joint",
+];
+
+/// Memory of one body with its share of the collision grid, the problem and the outputs.
+const BODY_BYTES: usize = 2048;
+/// Memory of one contact: the contact, its Jacobian block, its rows in the solver's vectors
+/// and its warm-start entry.
+const CONTACT_BYTES: usize = 1024;
+/// Neighbours of a sphere in a dense packing (the kissing number): contacts per body when the
+/// envelope is small against the bodies.
+const KISSING: f64 = 12.0;
+
+/// Refuses a NaN or an infinity anywhere in the scene table (after `--set`), naming its key.
+pub(super) fn finite(table: &toml::Table) -> Result<(), SpecError> {
+    fn walk(
+        v: &toml::Value,
+        key: &str,
+        section: Option<(&'static str, usize)>,
+    ) -> Result<(), SpecError> {
+        match v {
+            toml::Value::Float(x) if !x.is_finite() => Err((
+                section,
+                key.to_string(),
+                format!("is {x}; every number of a scene must be finite"),
+            )),
+            toml::Value::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| {
+                // An array of tables is a section (`[[lattice]]`); of numbers, a vector.
+                let sec = match (item, section) {
+                    (toml::Value::Table(_), None) => {
+                        SECTIONS.iter().find(|s| **s == key).map(|s| (*s, i))
+                    }
+                    _ => section,
+                };
+                walk(item, &format!("{key}[{i}]"), sec)
+            }),
+            toml::Value::Table(t) => t.iter().try_for_each(|(k, item)| {
+                let sec = section.or_else(|| SECTIONS.iter().find(|s| **s == key).map(|s| (*s, 0)));
+                walk(item, &format!("{key}.{k}"), sec)
+            }),
+            _ => Ok(()),
+        }
+    }
+    table.iter().try_for_each(|(k, v)| walk(v, k, None))
+}
+
+/// A group of dynamic bodies of one shape: where the scene sets them, how many, their
+/// density and their initial speed.
+struct Group {
+    section: Option<(&'static str, usize)>,
+    key: String,
+    shape: Shape,
+    density: f64,
+    count: Option<usize>,
+    speed: f64,
+}
+
+fn norm(v: [f64; 3]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
+/// The smallest and largest size (diameter, or smallest and largest box edge) of a shape.
+fn sizes(shape: &Shape) -> (f64, f64) {
+    match *shape {
+        Shape::Sphere { radius } => (2.0 * radius, 2.0 * radius),
+        Shape::Box { half_extents } => (
+            2.0 * half_extents.iter().copied().fold(f64::INFINITY, f64::min),
+            2.0 * half_extents.iter().copied().fold(0.0, f64::max),
+        ),
+        Shape::Plane => (f64::INFINITY, 0.0),
+    }
+}
+
+impl SceneFile {
+    /// The dynamic bodies, group by group (`count` is `None` when it overflows).
+    fn groups(&self) -> Vec<Group> {
+        let mut out = Vec::new();
+        for (i, b) in self.body.iter().enumerate() {
+            if b.motion == MotionSpec::Dynamic {
+                out.push(Group {
+                    section: Some(("body", i)),
+                    key: format!("body[{i}].shape"),
+                    shape: b.shape,
+                    density: b.density,
+                    count: Some(1),
+                    speed: norm(b.velocity),
+                });
+            }
+        }
+        for (i, l) in self.lattice.iter().enumerate() {
+            out.push(Group {
+                section: Some(("lattice", i)),
+                key: format!("lattice[{i}].shape"),
+                shape: l.shape,
+                density: l.density,
+                count: Some(l.count),
+                speed: norm(l.velocity),
+            });
+        }
+        for (i, s) in self.stack.iter().enumerate() {
+            let key = format!("stack[{i}].shape");
+            let section = Some(("stack", i));
+            match (&s.masses, s.shape) {
+                (Some(masses), None) => out.extend(masses.iter().map(|m| Group {
+                    section,
+                    key: format!("stack[{i}].masses"),
+                    shape: Shape::Sphere {
+                        radius: (3.0 * m / (4.0 * std::f64::consts::PI * s.density)).cbrt(),
+                    },
+                    density: s.density,
+                    count: Some(1),
+                    speed: 0.0,
+                })),
+                (masses, Some(shape)) => out.push(Group {
+                    section,
+                    key,
+                    shape,
+                    density: s.density,
+                    count: masses.as_ref().map(Vec::len).or(s.count),
+                    speed: 0.0,
+                }),
+                (None, None) => {}
+            }
+        }
+        for (i, c) in self.chain.iter().enumerate() {
+            let section = Some(("chain", i));
+            out.push(Group {
+                section,
+                key: format!("chain[{i}].shape"),
+                shape: c.shape,
+                density: c.density,
+                count: Some(c.count),
+                speed: 0.0,
+            });
+            if let Some(e) = c.end_shape {
+                out.push(Group {
+                    section,
+                    key: format!("chain[{i}].end_shape"),
+                    shape: e,
+                    density: c.end_density,
+                    count: Some(1),
+                    speed: 0.0,
+                });
+            }
+        }
+        for (i, w) in self.wall.iter().enumerate() {
+            out.push(Group {
+                section: Some(("wall", i)),
+                key: format!("wall[{i}].brick"),
+                shape: Shape::Box {
+                    half_extents: w.brick,
+                },
+                density: w.density,
+                count: w.rows.checked_mul(w.columns),
+                speed: 0.0,
+            });
+        }
+        for (i, n) in self.net.iter().enumerate() {
+            out.push(Group {
+                section: Some(("net", i)),
+                key: format!("net[{i}].radius"),
+                shape: Shape::Sphere { radius: n.radius },
+                density: n.density,
+                count: n.nx.checked_mul(n.ny),
+                speed: 0.0,
+            });
+        }
+        out
+    }
+
+    /// Fastest prescribed motion: the peak speed `2π f ‖A‖` of an oscillating body or
+    /// container.
+    fn kinematic_speed(&self) -> f64 {
+        let peak = |o: &crate::sim::body::Oscillation| {
+            2.0 * std::f64::consts::PI * o.frequency.abs() * norm(o.amplitude)
+        };
+        let bodies = self.body.iter().filter_map(|b| match &b.motion {
+            MotionSpec::Oscillation(o) => Some(peak(o)),
+            _ => None,
+        });
+        let containers = self
+            .container
+            .iter()
+            .filter_map(|c| c.oscillation.as_ref().map(peak));
+        bodies.chain(containers).fold(0.0, f64::max)
+    }
+}
+
+/// Every dynamic body has a mass and moments of inertia that are normal positive numbers:
+/// sizes such as 1e-300 m make them underflow to zero (or overflow), and the body could not
+/// be stepped.
+pub(super) fn masses(spec: &SceneFile) -> Result<(), SpecError> {
+    for g in spec.groups() {
+        let ok = mass_properties(&g.shape, g.density).is_some_and(|(m, inertia)| {
+            std::iter::once(m)
+                .chain(inertia.iter().copied())
+                .all(|v| v.is_finite() && v >= f64::MIN_POSITIVE)
+        });
+        if !ok {
+            return Err((
+                g.section,
+                g.key,
+                format!(
+                    "a {:?} of density {} has a mass or moment of inertia that is zero or \
+                     infinite in floating point: the sizes are degenerate",
+                    g.shape, g.density
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What the scales of a scene say: an error when the time step or the envelope cannot give
+/// a meaningful simulation, warnings when contacts will be found late.
+pub(super) fn scales(spec: &SceneFile) -> Result<Vec<String>, SpecError> {
+    let groups = spec.groups();
+    if groups.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (smallest, largest) = groups
+        .iter()
+        .map(|g| sizes(&g.shape))
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), (a, b)| {
+            (lo.min(a), hi.max(b))
+        });
+    let st = &spec.settings;
+    let set = Some(("settings", 0));
+    // Distance a body at rest falls in one step, and one moving at the scene's speed.
+    let fall = norm(st.gravity) * st.dt * st.dt;
+    let speed = groups
+        .iter()
+        .map(|g| g.speed)
+        .fold(spec.kinematic_speed(), f64::max);
+    let travel = fall + speed * st.dt;
+    if travel > smallest {
+        return Err((
+            set,
+            "settings.dt".into(),
+            format!(
+                "is {} s: in one step a body moves {travel:.3e} m (|g| dt² + speed × dt, speed \
+                 {speed:.3e} m/s), more than the smallest body ({smallest:.3e} m): bodies would \
+                 pass through each other",
+                st.dt
+            ),
+        ));
+    }
+    if st.envelope > largest {
+        return Err((
+            set,
+            "settings.envelope".into(),
+            format!(
+                "is {} m, more than the largest body ({largest:.3e} m): bodies that do not \
+                 touch would become contacts (up to every pair)",
+                st.envelope
+            ),
+        ));
+    }
+    let mut warnings = Vec::new();
+    if travel > st.envelope {
+        warnings.push(format!(
+            "settings.envelope = {} m is less than the distance a body moves in one step \
+             ({travel:.3e} m): contacts are found only once bodies overlap",
+            st.envelope
+        ));
+    }
+    Ok(warnings)
+}
+
+/// Refuses a scene whose bodies and contacts would need more memory than `limits`: the
+/// number of bodies from every generator, with overflow checked, and the contacts the
+/// envelope implies (about `12 ((d + e)/d)³` neighbours per body of size `d`, at most all
+/// pairs).
+pub(super) fn memory(spec: &SceneFile, limits: &Limits) -> Result<()> {
+    let groups = spec.groups();
+    let bodies = groups
+        .iter()
+        .try_fold(spec.container.len() * 5 + spec.body.len(), |acc, g| {
+            acc.checked_add(g.count?)
+        });
+    let smallest = groups
+        .iter()
+        .map(|g| sizes(&g.shape).0)
+        .fold(f64::INFINITY, f64::min);
+    let contacts = bodies.and_then(|n| {
+        let neighbours =
+            (KISSING * ((smallest + spec.settings.envelope) / smallest).powi(3)).min(n as f64);
+        let c = n as f64 * (neighbours / 2.0 + 1.0);
+        (c < usize::MAX as f64).then_some(c as usize)
+    });
+    let bytes = limits::total(&[
+        bodies.and_then(|n| limits::bytes_of(n, BODY_BYTES)),
+        contacts.and_then(|c| limits::bytes_of(c, CONTACT_BYTES)),
+    ]);
+    limits.check(
+        || {
+            format!(
+                "the scene ({} bodies, about {} contacts)",
+                bodies.map_or("too many".into(), |n| n.to_string()),
+                contacts.map_or("too many".into(), |c| c.to_string())
+            )
+        },
+        bytes,
+    )
+}
