@@ -3,6 +3,7 @@
 //!
 //! - [`convergence`]: residual vs iteration and vs time for several solves, log scale.
 //! - [`chart`]: log-log line charts (benchmark figures against problem size).
+//! - [`frame`]: rendered frames ([`crate::render`]) as PNG files and animations (GIF, APNG, MP4).
 //! - [`snapshot`]: a PNG with a front and a top view of the scene, bodies colored by speed.
 //! - [`vtk`]: one legacy VTK file per frame and the `.pvd` collection that lists them.
 //! - [`steps_csv`]: the per-step statistics, streamed to `steps.csv`.
@@ -12,6 +13,7 @@
 
 pub mod chart;
 pub mod convergence;
+pub mod frame;
 pub mod snapshot;
 pub mod steps_csv;
 pub mod vtk;
@@ -85,7 +87,7 @@ pub(crate) fn box_corners(half_extents: &[f64; 3], pose: &Pose) -> [Vector3<f64>
 
 /// The temporary file that stands for `path` while it is written: same folder, same extension
 /// (some encoders choose the format by the extension), a name that no other process uses.
-fn temp_path(path: &Path) -> PathBuf {
+pub(crate) fn temp_path(path: &Path) -> PathBuf {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     path.with_file_name(format!(".{}.{name}", std::process::id()))
 }
