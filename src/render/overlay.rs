@@ -67,6 +67,15 @@ pub(crate) fn draw(
         .chunks_exact(4)
         .flat_map(|p| [p[0], p[1], p[2]])
         .collect();
+    // The color bar, pixel by pixel: the high end on the top row, the low end on the bottom.
+    let (x0, y0, x1, y1) = color_bar_rect(w, h);
+    for y in y0..y1 {
+        let color = colormap(f64::from(y1 - 1 - y) / f64::from((y1 - y0 - 1).max(1)));
+        for x in x0..x1 {
+            let i = 3 * (y as usize * w as usize + x as usize);
+            rgb[i..i + 3].copy_from_slice(&color);
+        }
+    }
     {
         let area = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
         let size = (h / 32).clamp(10, 28);
@@ -75,16 +84,6 @@ pub(crate) fn draw(
         if let Some(text) = caption {
             area.draw_text(text, &font, (size as i32 / 2, size as i32 / 2))
                 .map_err(|e| fail(&e))?;
-        }
-        let (x0, y0, x1, y1) = color_bar_rect(w, h);
-        for y in y0..y1 {
-            let t = f64::from(y1 - 1 - y) / f64::from((y1 - y0 - 1).max(1));
-            let [r, g, b] = colormap(t);
-            area.draw(&Rectangle::new(
-                [(x0, y), (x1 - 1, y)],
-                RGBColor(r, g, b).filled(),
-            ))
-            .map_err(|e| fail(&e))?;
         }
         area.draw(&Rectangle::new(
             [(x0 - 1, y0 - 1), (x1, y1)],
