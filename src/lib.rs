@@ -51,7 +51,7 @@
 //! - [`registry`]: solver names → solvers.
 //! - [`sim`]: the simulator: bodies, shapes, collision, joints, stepper, scenes.
 //! - [`render`]: shaded 3-D frames of a scene rendered offscreen with wgpu into RGBA images.
-//! - [`report`]: output of a simulation: PNG snapshots (plotters), VTK frames and `.pvd`
+//! - [`report`]: output of a simulation: rendered PNG snapshots and animations, VTK frames and `.pvd`
 //!   collections for ParaView, the per-step CSV; convergence and log-log charts.
 //! - [`mod@bench`]: the benchmarks of `signorini bench` (throughput CPU vs GPU, convergence,
 //!   scaling, accuracy) and their report (markdown, CSV, charts).

@@ -181,7 +181,7 @@ const LINK_COLOR: [u8; 3] = [70, 70, 70];
 const PLANE_COLOR: [u8; 3] = [190, 190, 196];
 /// Opacity of a floor-like plane (normal within 30° of +z) and of the others.
 const FLOOR_OPACITY: f32 = 0.85;
-const WALL_OPACITY: f32 = 0.18;
+const WALL_OPACITY: f32 = 0.12;
 
 /// The 12 triangles of the box with center `c` whose columns of `axes` are its half axes.
 fn push_box(out: &mut Vec<MeshVertex>, c: &Vector3<f64>, axes: &Matrix3<f64>, color: [f32; 4]) {

@@ -7,10 +7,15 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Arc;
 
 use super::{temp_path, write_via_temp};
 use crate::error::{Error, Result};
-use crate::render::Image;
+use crate::gpu::GpuContext;
+use crate::render::{
+    CameraSpec, ColorField, ColorScale, Image, Renderer, SceneFrame, Style, caption, scene_bounds,
+};
+use crate::sim::World;
 
 /// Writes `image` to `path` as an RGB PNG (the frame is opaque: no alpha channel).
 pub fn write_frame_png(path: &Path, image: &Image) -> Result<()> {
@@ -256,4 +261,106 @@ fn gif_side(side: u32, path: &Path) -> Result<u16> {
         value: path.display().to_string(),
         message: format!("a GIF side is at most 65535 pixels, not {side}"),
     })
+}
+
+/// How the frames of a run are drawn (`simulate --camera`, `--color-by`, `--frame-size`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameOptions {
+    /// Where the camera is.
+    pub camera: CameraSpec,
+    /// What colors the bodies.
+    pub color_by: ColorField,
+    /// Image width, pixels.
+    pub width: u32,
+    /// Image height, pixels.
+    pub height: u32,
+    /// Also assemble the frames into this animation (`.gif`, `.apng`, `.mp4`).
+    pub animation: Option<PathBuf>,
+    /// Frames per second of the animation.
+    pub fps: u16,
+}
+
+impl Default for FrameOptions {
+    fn default() -> Self {
+        FrameOptions {
+            camera: CameraSpec::default(),
+            color_by: ColorField::default(),
+            width: 960,
+            height: 600,
+            animation: None,
+            fps: 10,
+        }
+    }
+}
+
+/// The frames of a run: each one rendered once, written as `DIR/frame_XXXX.png` and appended
+/// to the animation. The camera frames the scene as it is at the start, and the color scale
+/// only widens from frame to frame (its colors keep their meaning along the animation).
+#[derive(Debug)]
+pub struct RunFrames {
+    renderer: Renderer,
+    style: Style,
+    color_by: ColorField,
+    scene: String,
+    solver: String,
+    animation: Option<Animation>,
+}
+
+impl RunFrames {
+    /// Opens a device (lavapipe without a GPU) and starts the animation, if any, of
+    /// `frames` frames, for the run of `scene` (its name and world at the start) with
+    /// `solver`.
+    pub fn new(
+        scene: &str,
+        world: &World,
+        solver: &str,
+        options: &FrameOptions,
+        frames: usize,
+    ) -> Result<Self> {
+        let renderer = Renderer::new(Arc::new(GpuContext::new()?));
+        let start = SceneFrame::from_world(world, options.color_by);
+        let style = Style {
+            width: options.width,
+            height: options.height,
+            camera: options.camera,
+            bounds: Some(scene_bounds(&start)),
+            scale: ColorScale::spanning(start.values, options.color_by.label()),
+            ..Style::default()
+        };
+        let animation = options
+            .animation
+            .as_deref()
+            .map(|path| {
+                let count = u32::try_from(frames).unwrap_or(u32::MAX);
+                Animation::create(path, options.width, options.height, count, options.fps)
+            })
+            .transpose()?;
+        Ok(RunFrames {
+            renderer,
+            style,
+            color_by: options.color_by,
+            scene: scene.to_string(),
+            solver: solver.to_string(),
+            animation,
+        })
+    }
+
+    /// Renders `world` as `path` (a PNG) and appends it to the animation.
+    pub fn write(&mut self, world: &World, path: &Path) -> Result<()> {
+        let frame = SceneFrame::from_world(world, self.color_by);
+        let now = ColorScale::spanning(frame.values.iter().copied(), self.color_by.label());
+        self.style.scale = self.style.scale.union(&now);
+        self.style.caption = Some(caption(&self.scene, world.steps, world.time, &self.solver));
+        let image = self.renderer.render(&frame, &self.style)?;
+        write_frame_png(path, &image)?;
+        if let Some(animation) = &mut self.animation {
+            animation.push(&image)?;
+        }
+        Ok(())
+    }
+
+    /// Finishes the animation; returns its path (`None` without one).
+    pub fn finish(self) -> Result<Option<PathBuf>> {
+        self.animation.map(Animation::finish).transpose()
+    }
 }

@@ -1,10 +1,9 @@
-//! Output of a simulation: PNG snapshots, VTK frames for ParaView and the per-step CSV; and
-//! convergence charts of solver traces.
+//! Output of a simulation: rendered PNG snapshots and animations, VTK frames for ParaView and
+//! the per-step CSV; and convergence charts of solver traces.
 //!
 //! - [`convergence`]: residual vs iteration and vs time for several solves, log scale.
 //! - [`chart`]: log-log line charts (benchmark figures against problem size).
 //! - [`frame`]: rendered frames ([`crate::render`]) as PNG files and animations (GIF, APNG, MP4).
-//! - [`snapshot`]: a PNG with a front and a top view of the scene, bodies colored by speed.
 //! - [`vtk`]: one legacy VTK file per frame and the `.pvd` collection that lists them.
 //! - [`steps_csv`]: the per-step statistics, streamed to `steps.csv`.
 //!
@@ -14,7 +13,6 @@
 pub mod chart;
 pub mod convergence;
 pub mod frame;
-pub mod snapshot;
 pub mod steps_csv;
 pub mod vtk;
 
@@ -24,7 +22,6 @@ use std::path::{Path, PathBuf};
 
 use nalgebra::Vector3;
 
-pub use snapshot::{SnapshotSettings, write_snapshot};
 pub use steps_csv::{StepStats, StepsCsv};
 pub use vtk::{write_pvd, write_vtk};
 
