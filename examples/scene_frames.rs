@@ -1,10 +1,11 @@
 //! A frame of every scene of `scenes/` (issue 18), as `docs/scenes/NAME.png`: each scene is
 //! run for its `run.steps` with its solver, then rendered from the three-quarter view,
-//! colored by speed. With `--spheres N`, instead renders N spheres on a lattice and prints
+//! colored by speed on a scale from 0 to at least 0.1 m/s. Scene names after the folder
+//! limit it to those scenes. With `--spheres N`, instead renders N spheres on a lattice and prints
 //! the time of a frame (the renderer's throughput).
 //!
 //! ```text
-//! cargo run --release --example scene_frames [-- OUT_DIR]
+//! cargo run --release --example scene_frames [-- OUT_DIR [SCENE...]]
 //! cargo run --release --example scene_frames -- --spheres 100000
 //! ```
 
@@ -45,6 +46,10 @@ fn main() -> signorini::Result<()> {
         })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .filter(|p| {
+            let name = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+            args.len() < 2 || args[1..].iter().any(|a| a == name)
+        })
         .collect();
     files.sort();
     for file in files {
@@ -58,7 +63,10 @@ fn main() -> signorini::Result<()> {
         let style = Style {
             width: 640,
             height: 400,
-            scale: ColorScale::spanning(frame.values.iter().copied(), ColorField::Speed.label()),
+            scale: ColorScale::spanning(
+                frame.values.iter().copied().chain([0.0, 0.1]),
+                ColorField::Speed.label(),
+            ),
             caption: Some(caption(
                 &sc.name,
                 sc.world.steps,
