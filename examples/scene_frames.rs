@@ -19,6 +19,7 @@ use signorini::registry;
 use signorini::render::{ColorField, ColorScale, Renderer, SceneFrame, Style, caption};
 use signorini::report::frame::write_frame_png;
 use signorini::sim::{Pose, Shape, scene};
+use signorini::solver::Runner;
 
 fn main() -> signorini::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -54,10 +55,10 @@ fn main() -> signorini::Result<()> {
     files.sort();
     for file in files {
         let mut sc = scene::load(&file, &[])?;
-        let solver = registry::solver(&sc.run.solver)?;
+        let mut solver = Runner::new(registry::solver(&sc.run.solver)?);
         let start = Instant::now();
         for _ in 0..sc.run.steps {
-            sc.world.step(solver.as_ref())?;
+            sc.world.step(&mut solver)?;
         }
         let frame = SceneFrame::from_world(&sc.world, ColorField::Speed);
         let style = Style {
