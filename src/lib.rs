@@ -50,7 +50,8 @@
 //!   and the CPU mirror of its kernels.
 //! - [`registry`]: solver names → solvers.
 //! - [`sim`]: the simulator: bodies, shapes, collision, joints, stepper, scenes.
-//! - [`report`]: output of a simulation: PNG snapshots (plotters), VTK frames and `.pvd`
+//! - [`render`]: shaded 3-D frames of a scene rendered offscreen with wgpu into RGBA images.
+//! - [`report`]: output of a simulation: rendered PNG snapshots and animations, VTK frames and `.pvd`
 //!   collections for ParaView, the per-step CSV; convergence and log-log charts.
 //! - [`mod@bench`]: the benchmarks of `signorini bench` (throughput CPU vs GPU, convergence,
 //!   scaling, accuracy) and their report (markdown, CSV, charts).
@@ -63,6 +64,7 @@ pub mod gpu;
 pub mod limits;
 pub mod problem;
 pub mod registry;
+pub mod render;
 pub mod report;
 pub mod sim;
 pub mod solver;

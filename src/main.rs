@@ -12,7 +12,9 @@ use signorini::bench::{self, Suite};
 use signorini::problem::io::{self, Format};
 use signorini::problem::{FrictionModel, System};
 use signorini::registry::Device;
+use signorini::render::{CameraSpec, ColorField};
 use signorini::report::convergence::{DEFAULT_SIZE, Series, write_convergence_plot};
+use signorini::report::frame::FrameOptions;
 use signorini::solver::{Criterion, Report, Runner, Settings, Solver};
 use signorini::{registry, sim};
 
@@ -144,6 +146,20 @@ enum Command {
         /// Also write VTK frames readable by ParaView (`frame_XXXX.vtk`, `frames.pvd`).
         #[arg(long)]
         vtk: bool,
+        /// Also assemble the snapshots into an animation: `.gif`, `.apng`, or `.mp4` (through
+        /// ffmpeg when it is on PATH, else written as `.apng`).
+        #[arg(long, value_name = "FILE")]
+        animation: Option<PathBuf>,
+        /// Camera of the snapshots: three-quarter, front, side, top, or
+        /// `eye=X,Y,Z:target=X,Y,Z[:fov=DEG]`.
+        #[arg(long, default_value = "three-quarter")]
+        camera: CameraSpec,
+        /// What colors the bodies: speed, contacts, impulse (contact impulse), body-id.
+        #[arg(long, default_value = "speed")]
+        color_by: ColorField,
+        /// Size of the snapshots, WIDTHxHEIGHT pixels.
+        #[arg(long, default_value = "960x600", value_parser = parse_size)]
+        frame_size: (u32, u32),
         /// Write the problem of these steps (1-based, comma-separated) to
         /// `DIR/problem_XXXX.<ext>` before solving it, for `solve` and `check`.
         #[arg(long, value_delimiter = ',')]
@@ -218,6 +234,12 @@ fn parse_set(s: &str) -> Result<(String, String), String> {
     s.split_once('=')
         .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
         .ok_or_else(|| format!("`{s}` is not KEY=VALUE"))
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    s.split_once('x')
+        .and_then(|(w, h)| Some((w.trim().parse().ok()?, h.trim().parse().ok()?)))
+        .ok_or_else(|| format!("`{s}` is not WIDTHxHEIGHT (e.g. 960x600)"))
 }
 
 fn run(cli: Cli) -> signorini::Result<()> {
@@ -334,6 +356,10 @@ fn run(cli: Cli) -> signorini::Result<()> {
             out,
             snapshot_every,
             vtk,
+            animation,
+            camera,
+            color_by,
+            frame_size,
             dump_step,
             dump_every,
             dump_format,
@@ -346,6 +372,14 @@ fn run(cli: Cli) -> signorini::Result<()> {
             let outputs = sim::run::Outputs {
                 dir: out.unwrap_or_else(|| PathBuf::from("out").join(&scene.name)),
                 snapshot_every: snapshot_every.unwrap_or(scene.run.snapshot_every),
+                frames: FrameOptions {
+                    camera,
+                    color_by,
+                    width: frame_size.0,
+                    height: frame_size.1,
+                    animation,
+                    ..FrameOptions::default()
+                },
                 vtk,
                 dump_steps: dump_step,
                 dump_every,

@@ -314,7 +314,8 @@ fn every_scene_runs() {
     assert_eq!(count, 9);
 }
 
-/// `signorini simulate` writes steps.csv, snapshots and VTK frames, and one JSON summary.
+/// `signorini simulate` writes steps.csv, rendered snapshots and their animation, VTK frames,
+/// and one JSON summary (the snapshots need a GPU adapter: lavapipe without a GPU).
 #[test]
 fn cli_simulate_writes_its_outputs() {
     let out = common::fresh_dir("sim-cli");
@@ -329,6 +330,10 @@ fn cli_simulate_writes_its_outputs() {
         "--snapshot-every",
         "3",
         "--vtk",
+        "--animation",
+        out.join("run.gif").to_str().unwrap(),
+        "--frame-size",
+        "320x200",
         "--json-summary",
         "--out",
         out.to_str().unwrap(),
@@ -356,6 +361,16 @@ fn cli_simulate_writes_its_outputs() {
     ] {
         assert!(out.join(name).is_file(), "{name}");
     }
+    let frame = image::open(out.join("frame_0006.png")).unwrap();
+    assert_eq!((frame.width(), frame.height()), (320, 200));
+    let file = std::fs::File::open(out.join("run.gif")).unwrap();
+    let mut gif = gif::DecodeOptions::new().read_info(file).unwrap();
+    assert_eq!((gif.width(), gif.height()), (320, 200));
+    let mut frames = 0;
+    while gif.read_next_frame().unwrap().is_some() {
+        frames += 1;
+    }
+    assert_eq!(frames, 2, "one animation frame per snapshot");
     let bad = std::process::Command::new(env!("CARGO_BIN_EXE_signorini"))
         .args(["simulate", scene, "--set", "lattice.0.shape.radius=-1"])
         .output()

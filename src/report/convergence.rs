@@ -3,7 +3,6 @@
 
 use std::io;
 use std::path::Path;
-use std::sync::Once;
 
 use plotters::prelude::*;
 
@@ -11,18 +10,8 @@ use super::write_png;
 use crate::error::Result;
 use crate::solver::TraceEntry;
 
-/// DejaVu Sans (its licence is `assets/DejaVuSans.LICENSE`): the machines this runs on need
-/// not have fonts installed, so the labels carry their own.
-static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
-
-/// Registers the embedded font as `sans-serif` (once per process).
-pub(crate) fn register_font() {
-    static REGISTER: Once = Once::new();
-    REGISTER.call_once(|| {
-        plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
-            .unwrap_or_else(|_| panic!("the embedded font is a valid TrueType file"));
-    });
-}
+/// The embedded font, shared with the renderer's overlay.
+pub(crate) use crate::render::register_font;
 
 /// One line of the chart: a solver's trace.
 #[derive(Debug, Clone, Copy)]

@@ -1,9 +1,9 @@
-//! Output of a simulation: PNG snapshots, VTK frames for ParaView and the per-step CSV; and
-//! convergence charts of solver traces.
+//! Output of a simulation: rendered PNG snapshots and animations, VTK frames for ParaView and
+//! the per-step CSV; and convergence charts of solver traces.
 //!
 //! - [`convergence`]: residual vs iteration and vs time for several solves, log scale.
 //! - [`chart`]: log-log line charts (benchmark figures against problem size).
-//! - [`snapshot`]: a PNG with a front and a top view of the scene, bodies colored by speed.
+//! - [`frame`]: rendered frames ([`crate::render`]) as PNG files and animations (GIF, APNG, MP4).
 //! - [`vtk`]: one legacy VTK file per frame and the `.pvd` collection that lists them.
 //! - [`steps_csv`]: the per-step statistics, streamed to `steps.csv`.
 //!
@@ -12,7 +12,7 @@
 
 pub mod chart;
 pub mod convergence;
-pub mod snapshot;
+pub mod frame;
 pub mod steps_csv;
 pub mod vtk;
 
@@ -22,7 +22,6 @@ use std::path::{Path, PathBuf};
 
 use nalgebra::Vector3;
 
-pub use snapshot::{SnapshotSettings, write_snapshot};
 pub use steps_csv::{StepStats, StepsCsv};
 pub use vtk::{write_pvd, write_vtk};
 
@@ -85,7 +84,7 @@ pub(crate) fn box_corners(half_extents: &[f64; 3], pose: &Pose) -> [Vector3<f64>
 
 /// The temporary file that stands for `path` while it is written: same folder, same extension
 /// (some encoders choose the format by the extension), a name that no other process uses.
-fn temp_path(path: &Path) -> PathBuf {
+pub(crate) fn temp_path(path: &Path) -> PathBuf {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     path.with_file_name(format!(".{}.{name}", std::process::id()))
 }

@@ -1,5 +1,5 @@
-//! Running a scene: steps, per-step statistics to `steps.csv`, snapshots and VTK frames, and
-//! the totals of the run.
+//! Running a scene: steps, per-step statistics to `steps.csv`, rendered snapshots (and their
+//! animation) and VTK frames, and the totals of the run.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -9,10 +9,8 @@ use serde::Serialize;
 use super::scene::Scene;
 use crate::error::{Error, Result};
 use crate::problem::io::Format;
-use crate::report::snapshot::fit_bounds;
-use crate::report::{
-    SceneView, SnapshotSettings, StepStats, StepsCsv, write_pvd, write_snapshot, write_vtk,
-};
+use crate::report::frame::{FrameOptions, RunFrames};
+use crate::report::{SceneView, StepStats, StepsCsv, write_pvd, write_vtk};
 use crate::solver::Runner;
 
 /// What a run writes besides `steps.csv`.
@@ -22,6 +20,8 @@ pub struct Outputs {
     pub dir: PathBuf,
     /// Snapshot interval in steps (0 = none).
     pub snapshot_every: usize,
+    /// How the snapshots are rendered, and the animation made of them.
+    pub frames: FrameOptions,
     /// Also write VTK frames (and `frames.pvd`) at the snapshot interval.
     pub vtk: bool,
     /// Steps (1-based) whose problem is written as `problem_XXXX.<ext>` before it is solved.
@@ -103,6 +103,13 @@ pub fn run(
     mut on_step: impl FnMut(&StepStats),
 ) -> Result<Summary> {
     let start = Instant::now();
+    if outputs.snapshot_every == 0 && outputs.frames.animation.is_some() {
+        return Err(Error::InvalidSetting {
+            name: "--animation",
+            value: format!("{:?}", outputs.frames.animation),
+            message: "an animation is made of the snapshots: set --snapshot-every".into(),
+        });
+    }
     std::fs::create_dir_all(&outputs.dir).map_err(|source| Error::Io {
         path: outputs.dir.clone(),
         source,
@@ -116,13 +123,12 @@ pub fn run(
         ..Summary::default()
     };
     let shapes: Vec<_> = world.bodies.iter().map(|b| b.shape).collect();
-    let poses: Vec<_> = world.bodies.iter().map(|b| b.pose).collect();
-    let speeds = vec![0.0; shapes.len()];
-    // One frame for the whole run: the bounds of the initial scene.
-    let snapshot = SnapshotSettings {
-        bounds: Some(fit_bounds(&view(&shapes, &poses, &speeds))),
-        ..SnapshotSettings::default()
-    };
+    let mut snapshots = (outputs.snapshot_every > 0)
+        .then(|| {
+            let count = steps / outputs.snapshot_every;
+            RunFrames::new(&scene.name, world, solver.name(), &outputs.frames, count)
+        })
+        .transpose()?;
     let mut frames = Vec::new();
     let mut total_iterations = 0;
     for k in 1..=steps {
@@ -146,13 +152,16 @@ pub fn run(
         summary.collision_s += stats.collision_s;
         summary.assembly_s += stats.assembly_s;
         summary.solve_s += stats.solve_s;
-        if outputs.snapshot_every > 0 && stats.step % outputs.snapshot_every == 0 {
-            let poses: Vec<_> = world.bodies.iter().map(|b| b.pose).collect();
-            let speeds: Vec<f64> = world.bodies.iter().map(|b| b.velocity.norm()).collect();
-            let v = view(&shapes, &poses, &speeds);
+        if let Some(shots) = snapshots
+            .as_mut()
+            .filter(|_| stats.step % outputs.snapshot_every == 0)
+        {
             let name = format!("frame_{:04}", stats.step);
-            write_snapshot(&outputs.dir.join(format!("{name}.png")), &v, &snapshot)?;
+            shots.write(world, &outputs.dir.join(format!("{name}.png")))?;
             if outputs.vtk {
+                let poses: Vec<_> = world.bodies.iter().map(|b| b.pose).collect();
+                let speeds: Vec<f64> = world.bodies.iter().map(|b| b.velocity.norm()).collect();
+                let v = view(&shapes, &poses, &speeds);
                 write_vtk(&outputs.dir.join(format!("{name}.vtk")), &v)?;
                 frames.push((stats.time, format!("{name}.vtk")));
             }
@@ -162,6 +171,9 @@ pub fn run(
         on_step(&stats);
     }
     csv.finish()?;
+    if let Some(shots) = snapshots {
+        shots.finish()?;
+    }
     if outputs.vtk {
         write_pvd(&outputs.dir.join("frames.pvd"), &frames)?;
     }

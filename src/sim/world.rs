@@ -338,6 +338,14 @@ impl World {
         }
     }
 
+    /// The impulses of the last step's contacts (normal then tangential components, N·s),
+    /// each with the contact's body pair.
+    pub fn contact_impulses(&self) -> impl Iterator<Item = ((usize, usize), [f64; 3])> + '_ {
+        self.warm_contacts
+            .iter()
+            .map(|(&(a, b, _), &g)| ((a, b), g))
+    }
+
     /// Advances one step with `solver` (its session is kept for the next steps).
     pub fn step(&mut self, solver: &mut Runner) -> Result<StepStats> {
         self.step_with_report(solver).map(|(stats, _)| stats)
