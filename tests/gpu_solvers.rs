@@ -8,7 +8,7 @@
 
 mod common;
 use common::gpu::{context, random_problem};
-use common::scene_problem;
+use common::{problems_dir, scene_problem};
 
 use std::cell::RefCell;
 use std::path::Path;
@@ -24,9 +24,7 @@ use signorini::solver::{Report, Settings, Status};
 
 /// A Siconos fc3d problem: an assembled `N` in CSR.
 fn siconos(file: &str) -> System {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/problems/siconos/fc3d")
-        .join(file);
+    let path = problems_dir().join("siconos/fc3d").join(file);
     System::new(&signorini::problem::io::read(&path, None).unwrap()).unwrap()
 }
 
@@ -263,8 +261,7 @@ fn gpu_solvers_agree_with_cpu_on_siconos_problems() {
     .iter()
     .map(|f| (f.to_string(), siconos(f)))
     .collect();
-    let global = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/problems/siconos/gfc3d/GFC3D_TwoRods1.dat");
+    let global = problems_dir().join("siconos/gfc3d/GFC3D_TwoRods1.dat");
     let problem = signorini::problem::io::read(&global, None).unwrap();
     assert!(matches!(problem.operator, Operator::Global(_)));
     systems.push(("GFC3D_TwoRods1.dat".into(), System::new(&problem).unwrap()));
