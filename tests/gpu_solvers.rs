@@ -44,22 +44,35 @@ fn norm_inf(v: &[f64]) -> f64 {
     v.iter().fold(0.0, |m, x| m.max(x.abs()))
 }
 
+/// `max |Δγ|` between two reports' impulses (printed relative to `‖γ‖∞` of the first).
+fn gamma_difference(what: &str, a: &Report, b: &Report) -> f64 {
+    let diff = a
+        .gamma
+        .iter()
+        .zip(&b.gamma)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    eprintln!("{what}: max |Δγ| / ‖γ‖∞ = {:e}", diff / norm_inf(&a.gamma));
+    diff
+}
+
 #[test]
 fn jacobi_gpu_agrees_with_cpu_jacobi() {
     let Some(ctx) = context() else { return };
     let sys = System::new(&balls_in_box()).unwrap();
     assert!(sys.blocks() > 50, "only {} blocks", sys.blocks());
     let gpu = JacobiGpu::with_context(ctx);
-    let settings = Settings {
-        tol: 1e-4,
-        max_iter: 20_000,
-        ..Settings::default()
+    // `jacobi` and `jacobi-gpu` with the same `tol` and `max_iter`.
+    let both = |tol: f64, max_iter: usize| {
+        let settings = Settings {
+            tol,
+            max_iter,
+            ..Settings::default()
+        };
+        let cpu = common::solve(&sys, "jacobi", &settings);
+        let (g, stats) = gpu.solve_with_stats(&sys, &settings).unwrap();
+        (cpu, g, stats)
     };
-    let cpu = registry::solver("jacobi")
-        .unwrap()
-        .solve(&sys, &settings)
-        .unwrap();
-    let (g, stats) = gpu.solve_with_stats(&sys, &settings).unwrap();
+    let (cpu, g, stats) = both(1e-4, 20_000);
     assert_eq!(cpu.status, Status::Converged);
     assert_eq!(g.status, Status::Converged);
     // The GPU measures every READBACK_EVERY iterations: it stops at most that much later.
@@ -76,40 +89,15 @@ fn jacobi_gpu_agrees_with_cpu_jacobi() {
         g.iterations
     );
     assert!((a - b).abs() <= 1e-4 * scale + 64.0 * f64::from(f32::EPSILON) * scale);
-    let diff = cpu
-        .gamma
-        .iter()
-        .zip(&g.gamma)
-        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
-    eprintln!(
-        "converged gamma: max |Δγ| / ‖γ‖∞ = {:e}",
-        diff / norm_inf(&cpu.gamma)
-    );
+    let diff = gamma_difference("converged gamma", &cpu, &g);
     // Stopped at different iterations (92 vs 100 here): they differ by about the tolerance.
     assert!(diff <= 1e-3 * norm_inf(&cpu.gamma));
 
     // The same number of iterations: the difference is f32 rounding only.
-    let fixed = Settings {
-        tol: 0.0,
-        max_iter: 300,
-        ..Settings::default()
-    };
-    let c = registry::solver("jacobi")
-        .unwrap()
-        .solve(&sys, &fixed)
-        .unwrap();
-    let (g, _) = gpu.solve_with_stats(&sys, &fixed).unwrap();
+    let (c, g, _) = both(0.0, 300);
     // Both return their best iterate; compare the last ones' residuals and the iterates.
     assert_eq!(c.iterations, g.iterations);
-    let diff = c
-        .gamma
-        .iter()
-        .zip(&g.gamma)
-        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
-    eprintln!(
-        "300 iterations: max |Δγ| / ‖γ‖∞ = {:e}",
-        diff / norm_inf(&c.gamma)
-    );
+    let diff = gamma_difference("300 iterations", &c, &g);
     assert!(diff <= 1e-4 * norm_inf(&c.gamma));
 }
 
@@ -398,29 +386,25 @@ fn device_gpu_selects_the_gpu_variant() {
     if context().is_none() {
         return;
     }
-    let bin = env!("CARGO_BIN_EXE_signorini");
     let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_in_box.toml");
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("device-gpu");
-    let run = std::process::Command::new(bin)
-        .args([
-            "simulate",
-            scene,
-            "--steps",
-            "3",
-            "--set",
-            "lattice.0.count=20",
-        ])
-        .args(["--solver", "jacobi", "--device", "gpu", "--json-summary"])
-        .args(["--snapshot-every", "0", "--out"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let summary = common::run_cli_json([
+        "simulate",
+        scene,
+        "--steps",
+        "3",
+        "--set",
+        "lattice.0.count=20",
+        "--solver",
+        "jacobi",
+        "--device",
+        "gpu",
+        "--json-summary",
+        "--snapshot-every",
+        "0",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
     assert_eq!(summary["solver"], "jacobi-gpu");
     for name in ["jacobi", "spg", "apgd"] {
         let (solver, note) = registry::solver_on(name, registry::Device::Gpu).unwrap();

@@ -35,8 +35,8 @@ pub enum Domain {
     Single,
 }
 
-/// What a binding holds: its element type and its length rule. One struct of
-/// [`super::data`] (by its name), or an array.
+/// What a binding holds: its element type and its length rule. One of the structs shared
+/// with the shaders (by its name), or an array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Data {
     /// One [`super::Params`].
