@@ -7,14 +7,14 @@ use clap::{Parser, Subcommand};
 use serde_json::json;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use signorini::bench::report::{BenchReport, Machine, command_line};
-use signorini::bench::{self, Suite};
+use signorini::app::bench::report::{BenchReport, Machine, command_line};
+use signorini::app::bench::{self, Suite};
+use signorini::app::report::convergence::{DEFAULT_SIZE, Series, write_convergence_plot};
 use signorini::problem::io::{self, Format};
 use signorini::problem::{FrictionModel, System};
 use signorini::registry::Device;
-use signorini::report::convergence::{DEFAULT_SIZE, Series, write_convergence_plot};
 use signorini::solver::{Criterion, Report, Runner, Settings, Solver};
-use signorini::{registry, sim};
+use signorini::{app, registry, sim};
 
 /// Cone complementarity solvers for non-smooth multibody dynamics.
 #[derive(Parser)]
@@ -340,7 +340,7 @@ fn run(cli: Cli) -> signorini::Result<()> {
             let mut scene = sim::scene::load(&scene, &sets)?;
             let solver = pick(solver.as_deref().unwrap_or(&scene.run.solver), device)?;
             let steps = steps.unwrap_or(scene.run.steps);
-            let outputs = sim::run::Outputs {
+            let outputs = app::run::Outputs {
                 dir: out.unwrap_or_else(|| PathBuf::from("out").join(&scene.name)),
                 snapshot_every: snapshot_every.unwrap_or(scene.run.snapshot_every),
                 vtk,
@@ -355,7 +355,7 @@ fn run(cli: Cli) -> signorini::Result<()> {
                 .expect("a valid template"),
             );
             let summary =
-                sim::run::run(&mut scene, &mut Runner::new(solver), steps, &outputs, |s| {
+                app::run::run(&mut scene, &mut Runner::new(solver), steps, &outputs, |s| {
                     bar.set_message(format!(
                         "{} contacts, {} iterations",
                         s.contacts, s.iterations
@@ -603,7 +603,7 @@ fn col(reports: &[Report], f: impl Fn(&Report) -> f64) -> Vec<String> {
     reports.iter().map(|r| format!("{:.3e}", f(r))).collect()
 }
 
-fn print_summary(s: &sim::run::Summary, dir: &std::path::Path) {
+fn print_summary(s: &app::run::Summary, dir: &std::path::Path) {
     let rows = [
         ("scene", s.scene.clone()),
         ("solver", s.solver.clone()),

@@ -13,7 +13,7 @@ use crate::solver::TraceEntry;
 
 /// DejaVu Sans (its licence is `assets/DejaVuSans.LICENSE`): the machines this runs on need
 /// not have fonts installed, so the labels carry their own.
-static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../../../assets/DejaVuSans.ttf");
 
 /// Registers the embedded font as `sans-serif` (once per process).
 pub(crate) fn register_font() {

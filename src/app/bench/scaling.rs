@@ -1,5 +1,5 @@
 //! `signorini bench scaling`: time per simulation step against the number of bodies, as
-//! `simulate` runs it ([`crate::sim::run::run`], no snapshots), split into collision
+//! `simulate` runs it ([`crate::app::run::run`], no snapshots), split into collision
 //! detection, assembly (problem and prepared system), solve and output (`steps.csv`), on
 //! cubic packings of touching spheres ([`packing_scene`]) that have about three contacts per
 //! body from the first step.
@@ -11,10 +11,10 @@ use serde::Serialize;
 use super::problems::packing_scene;
 use super::report::{Cell, PLOT_SIZE, Plot, Section, Table};
 use super::solver_runs;
+use crate::app::report::chart::{Line, write_loglog_chart};
+use crate::app::run::{Outputs, run as simulate};
 use crate::error::{Error, Result};
 use crate::registry::Device;
-use crate::report::chart::{Line, write_loglog_chart};
-use crate::sim::run::{Outputs, run as simulate};
 use crate::solver::Runner;
 
 /// What to measure.

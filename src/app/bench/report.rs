@@ -10,9 +10,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::app::report::write_text_via_temp;
 use crate::error::{Error, Result};
 use crate::gpu::AdapterSummary;
-use crate::report::write_text_via_temp;
 
 /// Pixel size of the suites' log-log charts.
 pub const PLOT_SIZE: (u32, u32) = (900, 560);
@@ -404,7 +404,7 @@ mod tests {
             "| solver | time |\n|---|---:|\n| pgs | 0.5000 |\n| jacobi | — |\n"
         );
         assert_eq!(t.csv(), "solver,time\npgs,0.5\njacobi,\n");
-        let dir = crate::report::tests::temp_dir("bench-report");
+        let dir = crate::app::report::tests::temp_dir("bench-report");
         let mut report = BenchReport {
             command: "signorini bench x".into(),
             machine: Machine::detect(None),

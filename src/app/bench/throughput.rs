@@ -22,11 +22,11 @@ use serde::Serialize;
 use super::problems::granular_packing;
 use super::report::{Cell, PLOT_SIZE, Plot, Section, Table};
 use super::solver_runs;
+use crate::app::report::chart::{Line, write_loglog_chart};
 use crate::error::{Error, Result};
 use crate::gpu::{AdapterSummary, GpuContext, GpuKernels, ProblemData, bandwidth};
 use crate::problem::{FrictionModel, System};
 use crate::registry::Device;
-use crate::report::chart::{Line, write_loglog_chart};
 use crate::solver::{Report, Settings, SpgParams};
 
 /// What to measure.

@@ -11,9 +11,9 @@ use serde::Serialize;
 use super::problems::scene_cases;
 use super::report::{CONVERGENCE_PLOT_SIZE, Cell, Plot, Section, Table};
 use super::{first_below, solver_runs};
+use crate::app::report::convergence::{Series, write_convergence_plot};
 use crate::error::Result;
 use crate::problem::System;
-use crate::report::convergence::{Series, write_convergence_plot};
 use crate::solver::{Settings, Status, TraceEntry};
 
 /// What to measure: [`SceneSolves`], by default every solver at 300 bodies per scene,

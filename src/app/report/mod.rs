@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use nalgebra::Vector3;
 
 pub use snapshot::{SnapshotSettings, write_snapshot};
-pub use steps_csv::{StepStats, StepsCsv};
+pub use steps_csv::StepsCsv;
 pub use vtk::{write_pvd, write_vtk};
 
 use crate::error::{Error, Result};

@@ -440,7 +440,7 @@ fn draw_solid(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::tests::temp_dir;
+    use crate::app::report::tests::temp_dir;
     use nalgebra::UnitQuaternion;
 
     /// A floor, three spheres (at rest, medium, fastest) and a box turned about z and x.

@@ -1,0 +1,14 @@
+//! The application layer (ARCHITECTURE.md): what the `signorini` command line runs on top of
+//! the library. It writes the run outputs (CSV, PNG, VTK, reports); nothing below it imports
+//! it.
+//!
+//! - [`run`]: the run loop of `simulate`: steps a scene and writes `steps.csv`, snapshots,
+//!   VTK frames and the dumped problems, and returns the totals.
+//! - [`report`]: the writers of those outputs (PNG snapshots, VTK frames and `.pvd`
+//!   collections, the per-step CSV) and the convergence and log-log charts.
+//! - [`mod@bench`]: the benchmark suites of `signorini bench` (throughput CPU vs GPU,
+//!   convergence, scaling, accuracy) and their report (markdown, CSV, charts).
+
+pub mod bench;
+pub mod report;
+pub mod run;
