@@ -50,12 +50,14 @@
 //!   that certifies them.
 //! - [`gpu`]: the GPU path (wgpu + WGSL, f32): device context, the GPU solvers (Jacobi,
 //!   SPG, APGD) and the CPU mirror of their kernels.
-//! - [`registry`]: solver names → solvers.
+//! - [`registry`]: the one list of solvers: names → solvers, CPU and GPU variants, a GPU
+//!   solver's bare kernels.
 //! - [`sim`]: the simulator: bodies, shapes, collision, joints, stepper, scenes, and the
 //!   statistics of a step.
 //! - [`app`]: the application layer of the command line: the run loop of `simulate` and
-//!   the writers of its outputs (PNG snapshots, VTK frames, the per-step CSV), charts, and
-//!   the benchmark suites of `signorini bench` with their report.
+//!   the writers of its outputs (PNG snapshots, VTK frames, the per-step CSV), charts and
+//!   printed tables, `solve`/`check`, and the benchmark suites of `signorini bench` with
+//!   their report.
 //! - [`error`]: the crate's error type.
 
 pub mod app;

@@ -1,11 +1,13 @@
-//! Output of a simulation: PNG snapshots, VTK frames for ParaView and the per-step CSV; and
-//! convergence charts of solver traces.
+//! Output of a simulation: PNG snapshots, VTK frames for ParaView and the per-step CSV;
+//! convergence charts and CSV files of solver traces; the tables the command line prints.
 //!
 //! - [`convergence`]: residual vs iteration and vs time for several solves, log scale.
 //! - [`chart`]: log-log line charts (benchmark figures against problem size).
 //! - [`snapshot`]: a PNG with a front and a top view of the scene, bodies colored by speed.
 //! - [`vtk`]: one legacy VTK file per frame and the `.pvd` collection that lists them.
 //! - [`steps_csv`]: the per-step statistics, streamed to `steps.csv`.
+//! - [`tables`]: the text the command line prints (solve and check tables, the summary of
+//!   a simulation, the GPU adapters).
 //!
 //! Whole files (snapshots, frames, collections) are written to a temporary file in the target's
 //! folder and renamed over the target, so that a reader never sees a half-written file.
@@ -14,6 +16,7 @@ pub mod chart;
 pub mod convergence;
 pub mod snapshot;
 pub mod steps_csv;
+pub mod tables;
 pub mod vtk;
 
 use std::fs::File;

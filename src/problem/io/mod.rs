@@ -118,6 +118,29 @@ pub fn read(path: &Path, format: Option<Format>) -> Result<Problem> {
     Ok(problem)
 }
 
+/// Converts the problem file `input` into `output`, the formats detected from the names
+/// unless given, and returns the problem. FCLIB to FCLIB (feature `fclib`) keeps the
+/// file's info, solution and guesses.
+pub fn convert(
+    input: &Path,
+    output: &Path,
+    from: Option<Format>,
+    to: Option<Format>,
+) -> Result<Problem> {
+    let from = from.map_or_else(|| Format::detect(input), Ok)?;
+    let to = to.map_or_else(|| Format::detect(output), Ok)?;
+    #[cfg(feature = "fclib")]
+    if (from, to) == (Format::Fclib, Format::Fclib) {
+        let fp = fclib::read(input)?;
+        fp.problem.validate()?;
+        fclib::write(&fp, output)?;
+        return Ok(fp.problem);
+    }
+    let problem = read(input, Some(from))?;
+    write(&problem, output, Some(to))?;
+    Ok(problem)
+}
+
 /// Writes a validated problem; `format` overrides the detection from the file name. Siconos
 /// `.dat` files are read only.
 pub fn write(problem: &Problem, path: &Path, format: Option<Format>) -> Result<()> {
