@@ -6,7 +6,7 @@
 //! `cargo bench --bench kernels`; not run in CI.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use signorini::bench::problems::granular_packing;
+use signorini::app::bench::problems::granular_packing;
 use signorini::gpu::{Apply, GpuContext, GpuKernels, OperatorData, ProblemData, cpu};
 use signorini::problem::System;
 use signorini::solver::Settings;

@@ -6,7 +6,7 @@
 //! `cargo bench --bench solvers`; not run in CI.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use signorini::bench::problems::granular_packing;
+use signorini::app::bench::problems::granular_packing;
 use signorini::problem::System;
 use signorini::registry;
 use signorini::solver::Settings;

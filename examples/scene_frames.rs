@@ -14,10 +14,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use nalgebra::Vector3;
+use signorini::app::report::frame::write_frame_png;
 use signorini::gpu::GpuContext;
 use signorini::registry;
 use signorini::render::{ColorField, ColorScale, Renderer, SceneFrame, Style, caption};
-use signorini::report::frame::write_frame_png;
 use signorini::sim::{Pose, Shape, scene};
 use signorini::solver::Runner;
 

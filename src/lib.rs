@@ -40,32 +40,35 @@
 //! ```
 //!
 //! ## Map of the modules
+//! The layers depend in one direction (ARCHITECTURE.md): [`problem`] ← [`solver`], [`gpu`]
+//! ← [`registry`] ← [`sim`] ← [`app`]; only [`app`] writes run outputs.
 //! - [`problem`]: the problem in its forms (factored, assembled, global), validation, the
 //!   prepared [`problem::System`] every solver works on, the cones and their projections, the
 //!   merit set, and the file formats (native JSON, Siconos `.dat`).
 //! - [`solver`]: the solver trait, settings and reports, projected Jacobi and projected
 //!   Gauss–Seidel/SOR, SPG, APGD, and the interior point ([`solver::Ip`], faer's sparse LDLᵀ)
 //!   that certifies them.
-//! - [`gpu`]: the GPU path (wgpu + WGSL, f32): device context, projected Jacobi on the GPU
-//!   and the CPU mirror of its kernels.
-//! - [`registry`]: solver names → solvers.
-//! - [`sim`]: the simulator: bodies, shapes, collision, joints, stepper, scenes.
+//! - [`gpu`]: the GPU path (wgpu + WGSL, f32): device context, the GPU solvers (Jacobi,
+//!   SPG, APGD) and the CPU mirror of their kernels.
+//! - [`registry`]: the one list of solvers: names → solvers, CPU and GPU variants, a GPU
+//!   solver's bare kernels.
+//! - [`sim`]: the simulator: bodies, shapes, collision, joints, stepper, scenes, and the
+//!   statistics of a step.
 //! - [`render`]: shaded 3-D frames of a scene rendered offscreen with wgpu into RGBA images.
-//! - [`report`]: output of a simulation: rendered PNG snapshots and animations, VTK frames and `.pvd`
-//!   collections for ParaView, the per-step CSV; convergence and log-log charts.
-//! - [`mod@bench`]: the benchmarks of `signorini bench` (throughput CPU vs GPU, convergence,
-//!   scaling, accuracy) and their report (markdown, CSV, charts).
+//! - [`app`]: the application layer of the command line: the run loop of `simulate` and
+//!   the writers of its outputs (rendered PNG snapshots and animations, VTK frames, the per-step CSV), charts and
+//!   printed tables, `solve`/`check`, and the benchmark suites of `signorini bench` with
+//!   their report.
 //! - [`error`]: the crate's error type.
 //! - [`limits`]: the memory limit sizes are checked against before allocating.
 
-pub mod bench;
+pub mod app;
 pub mod error;
 pub mod gpu;
 pub mod limits;
 pub mod problem;
 pub mod registry;
 pub mod render;
-pub mod report;
 pub mod sim;
 pub mod solver;
 

@@ -4,19 +4,21 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use indicatif::{ProgressBar, ProgressStyle};
-use signorini::bench::report::{BenchReport, Machine, command_line};
-use signorini::bench::{self, Suite};
+use signorini::app::bench::report::command_line;
+use signorini::app::bench::{self, Suite};
+use signorini::app::check::{self, Check};
+use signorini::app::report::frame::FrameOptions;
+use signorini::app::report::tables;
+use signorini::app::run::{Outputs, run as simulate};
+use signorini::problem::FrictionModel;
 use signorini::problem::io::{self, Format};
-use signorini::problem::{FrictionModel, System};
-use signorini::registry::Device;
+use signorini::registry::{self, Device};
 use signorini::render::{CameraSpec, ColorField};
-use signorini::report::convergence::{DEFAULT_SIZE, Series, write_convergence_plot};
-use signorini::report::frame::FrameOptions;
-use signorini::solver::{Criterion, Report, Runner, Settings, Solver};
-use signorini::{registry, sim};
+use signorini::solver::{Criterion, Runner, Settings, Solver};
+use signorini::{gpu, sim};
 
 /// Cone complementarity solvers for non-smooth multibody dynamics.
 #[derive(Parser)]
@@ -60,21 +62,6 @@ struct SolveOptions {
     device: Device,
 }
 
-/// The suites of `signorini bench`.
-#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
-enum SuiteArg {
-    /// Contact-iterations per second, CPU vs GPU, and the fraction of the bandwidth.
-    Throughput,
-    /// Residual vs iteration and vs wall time on B1–B4 and balls_in_box, every solver.
-    Convergence,
-    /// Time per simulation step vs bodies, split into collision, assembly, solve, output.
-    Scaling,
-    /// Every solver's merit set against a reference solve; GPU f32 vs CPU f64.
-    Accuracy,
-    /// The four suites at their default sizes, in one report.
-    All,
-}
-
 #[derive(Subcommand)]
 enum Command {
     /// List the GPU adapters wgpu finds (pick one with the environment variable
@@ -85,7 +72,7 @@ enum Command {
     Bench {
         /// The suite: throughput, convergence, scaling, accuracy, or all (the four at their
         /// defaults).
-        suite: SuiteArg,
+        suite: Suite,
         /// Solver names, comma-separated, or `all` (the GPU rows run their `-gpu`
         /// variants). Default: jacobi (throughput), pgs,jacobi (scaling), all (others).
         #[arg(long, value_delimiter = ',')]
@@ -212,7 +199,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    match dispatch(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -242,7 +229,20 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
         .ok_or_else(|| format!("`{s}` is not WIDTHxHEIGHT (e.g. 960x600)"))
 }
 
-fn run(cli: Cli) -> signorini::Result<()> {
+/// The settings of `solve` and `check`.
+fn settings(o: &SolveOptions) -> Settings {
+    Settings {
+        friction: o.friction,
+        criterion: o.criterion,
+        tol: o.tol,
+        max_iter: o.max_iter,
+        omega: o.omega,
+        ..Settings::default()
+    }
+}
+
+/// Runs the command and prints what it returns.
+fn dispatch(cli: Cli) -> signorini::Result<()> {
     match cli.command {
         Command::Bench {
             suite,
@@ -255,99 +255,27 @@ fn run(cli: Cli) -> signorini::Result<()> {
             out,
             json,
         } => {
-            let suites: Vec<Suite> = match suite {
-                SuiteArg::All => Suite::ALL.to_vec(),
-                SuiteArg::Throughput => vec![Suite::Throughput],
-                SuiteArg::Convergence => vec![Suite::Convergence],
-                SuiteArg::Scaling => vec![Suite::Scaling],
-                SuiteArg::Accuracy => vec![Suite::Accuracy],
-            };
-            let sized = sizes.is_some() || iterations.is_some() || tol.is_some();
-            if suite == SuiteArg::All && (sized || steps.is_some()) {
-                return Err(signorini::Error::InvalidSetting {
-                    name: "suite",
-                    value: "all".into(),
-                    message: "`all` runs each suite at its defaults; give --sizes, \
-                              --iterations, --tol or --steps with one suite"
-                        .into(),
-                });
-            }
-            let options = bench::Options {
+            let options = bench::Options::parse(
+                suite,
                 solvers,
-                sizes: sizes.map(|s| bench::parse_sizes(&s, "sizes")).transpose()?,
-                devices: device,
+                sizes.as_deref(),
+                device,
                 iterations,
                 tol,
                 steps,
-            };
-            for s in &suites {
-                options.check(*s)?;
-            }
-            let start = std::time::Instant::now();
-            let mut notes = Vec::new();
-            let devices = options
-                .devices
-                .clone()
-                .unwrap_or(vec![Device::Cpu, Device::Gpu]);
-            let gpu = bench::open_gpu(&devices, &mut notes);
-            let mut sections = Vec::new();
-            let mut results = serde_json::Map::new();
-            for s in suites {
-                eprintln!("suite {}", s.name());
-                let outcome = bench::run_suite(s, &options, gpu.as_deref(), &out, &mut |line| {
-                    eprintln!("  {line}")
-                })?;
-                eprintln!("suite {} took {:.1} s", s.name(), outcome.wall_s);
-                let mut section = outcome.section;
-                section.notes.extend(notes.iter().cloned());
-                section
-                    .text
-                    .push(format!("Suite wall time: {:.1} s.", outcome.wall_s));
-                sections.push(section);
-                results.insert(s.name().into(), outcome.json);
-            }
-            let report = BenchReport {
-                command: command_line(std::env::args().skip(1)),
-                machine: Machine::detect(gpu.as_ref().map(|c| c.adapter_summary())),
-                sections,
-                wall_s: start.elapsed().as_secs_f64(),
-            };
-            report.write(&out)?;
+            )?;
+            let command = command_line(std::env::args().skip(1));
+            let bench = bench::run(suite, &options, &out, command, &mut |line| {
+                eprintln!("{line}")
+            })?;
             eprintln!("report: {}", out.join("report.md").display());
             if json {
-                let value = json!({
-                    "report": out.join("report.md"),
-                    "machine": report.machine,
-                    "suites": results,
-                });
-                println!("{value}");
+                println!("{}", bench.json(&out));
             } else {
-                print!("{}", report.markdown());
+                print!("{}", bench.report.markdown());
             }
         }
-        Command::Info => {
-            let adapters = signorini::gpu::adapters();
-            if adapters.is_empty() {
-                println!(
-                    "no GPU adapter found (without a GPU, install Mesa's software Vulkan driver, \
-                     Debian package mesa-vulkan-drivers)"
-                );
-            }
-            for (i, a) in adapters.iter().enumerate() {
-                println!(
-                    "{i}: {} ({}, {}, driver: {}, max storage binding: {} MiB)",
-                    a.name,
-                    a.backend,
-                    a.device_type,
-                    a.driver,
-                    a.max_storage_binding_size >> 20
-                );
-            }
-            println!(
-                "pick one with {}=<part of its name>",
-                signorini::gpu::ADAPTER_ENV
-            );
-        }
+        Command::Info => print!("{}", tables::adapters(&gpu::adapters())),
         Command::Simulate {
             scene,
             steps,
@@ -369,7 +297,7 @@ fn run(cli: Cli) -> signorini::Result<()> {
             let mut scene = sim::scene::load(&scene, &sets)?;
             let solver = pick(solver.as_deref().unwrap_or(&scene.run.solver), device)?;
             let steps = steps.unwrap_or(scene.run.steps);
-            let outputs = sim::run::Outputs {
+            let outputs = Outputs {
                 dir: out.unwrap_or_else(|| PathBuf::from("out").join(&scene.name)),
                 snapshot_every: snapshot_every.unwrap_or(scene.run.snapshot_every),
                 frames: FrameOptions {
@@ -391,19 +319,18 @@ fn run(cli: Cli) -> signorini::Result<()> {
                 )
                 .expect("a valid template"),
             );
-            let summary =
-                sim::run::run(&mut scene, &mut Runner::new(solver), steps, &outputs, |s| {
-                    bar.set_message(format!(
-                        "{} contacts, {} iterations",
-                        s.contacts, s.iterations
-                    ));
-                    bar.inc(1);
-                })?;
+            let summary = simulate(&mut scene, &mut Runner::new(solver), steps, &outputs, |s| {
+                bar.set_message(format!(
+                    "{} contacts, {} iterations",
+                    s.contacts, s.iterations
+                ));
+                bar.inc(1);
+            })?;
             bar.finish_and_clear();
             if json_summary {
                 println!("{}", serde_json::to_string(&summary).expect("serializable"));
             } else {
-                print_summary(&summary, &outputs.dir);
+                print!("{}", tables::summary(&summary, &outputs.dir));
             }
         }
         Command::Convert {
@@ -411,14 +338,28 @@ fn run(cli: Cli) -> signorini::Result<()> {
             output,
             format,
             to,
-        } => convert(&input, &output, format, to)?,
+        } => {
+            let converted = io::convert(&input, &output, format, to)?;
+            if let Some(note) = &converted.note {
+                eprintln!("note: {note}");
+            }
+            let problem = converted.problem;
+            println!(
+                "{} -> {} ({} blocks, {} rows)",
+                input.display(),
+                output.display(),
+                problem.cones.len(),
+                problem.rows()
+            );
+        }
         Command::Solve { options, solver } => {
-            let (sys, settings) = prepare(&options)?;
+            let settings = settings(&options);
+            let sys = check::load(&options.file, options.format, &settings)?;
             let report = pick(&solver, options.device)?.solve(&sys, &settings)?;
             if options.json {
-                println!("{}", report_json(&report));
+                println!("{}", tables::report_json(&report));
             } else {
-                print_table(&sys, &[report]);
+                print!("{}", tables::reports(&sys, &[report]));
             }
         }
         Command::Check {
@@ -427,275 +368,35 @@ fn run(cli: Cli) -> signorini::Result<()> {
             plot,
             trace,
         } => {
-            let (sys, settings) = prepare(&options)?;
+            let settings = settings(&options);
+            let sys = check::load(&options.file, options.format, &settings)?;
             let solvers = solvers
                 .iter()
                 .map(|name| pick(name, options.device))
                 .collect::<signorini::Result<Vec<_>>>()?;
-            let reports = solvers
-                .iter()
-                .map(|s| s.solve(&sys, &settings))
-                .collect::<signorini::Result<Vec<_>>>()?;
-            let diff = max_difference(&reports);
+            let check = Check::run(&sys, &settings, &solvers)?;
             if let Some(path) = &plot {
-                let series: Vec<_> = reports
-                    .iter()
-                    .map(|r| Series {
-                        label: &r.solver,
-                        trace: &r.trace,
-                    })
-                    .collect();
-                write_convergence_plot(path, sys.name(), &series, DEFAULT_SIZE)?;
+                check.write_plot(path, sys.name())?;
             }
             if let Some(dir) = &trace {
-                write_traces(dir, &reports)?;
+                check.write_traces(dir)?;
             }
             if options.json {
-                let results: Vec<_> = reports.iter().map(report_json).collect();
+                let results: Vec<_> = check.reports.iter().map(tables::report_json).collect();
                 let out = json!({
                     "problem": sys.name(),
                     "results": results,
-                    "max_gamma_difference": diff,
+                    "max_gamma_difference": check.max_difference,
                 });
                 println!("{out}");
             } else {
-                print_table(&sys, &reports);
-                println!("largest difference between impulse vectors (∞-norm): {diff:.3e}");
+                print!("{}", tables::reports(&sys, &check.reports));
+                println!(
+                    "largest difference between impulse vectors (∞-norm): {:.3e}",
+                    check.max_difference
+                );
             }
         }
     }
     Ok(())
-}
-
-/// `signorini convert`: reads, writes, and says what was written.
-fn convert(
-    input: &std::path::Path,
-    output: &std::path::Path,
-    format: Option<Format>,
-    to: Option<Format>,
-) -> signorini::Result<()> {
-    let from = format.map_or_else(|| Format::detect(input), Ok)?;
-    let to = to.map_or_else(|| Format::detect(output), Ok)?;
-    let problem = convert_fclib_extras(input, output, from, to)?;
-    let problem = match problem {
-        Some(p) => p,
-        None => {
-            let p = io::read(input, Some(from))?;
-            io::write(&p, output, Some(to))?;
-            p
-        }
-    };
-    println!(
-        "{} -> {} ({} blocks, {} rows)",
-        input.display(),
-        output.display(),
-        problem.cones.len(),
-        problem.rows()
-    );
-    Ok(())
-}
-
-/// FCLIB to FCLIB, keeping the info, solution and guesses; `None` for other pairs.
-#[cfg(feature = "fclib")]
-fn convert_fclib_extras(
-    input: &std::path::Path,
-    output: &std::path::Path,
-    from: Format,
-    to: Format,
-) -> signorini::Result<Option<signorini::problem::Problem>> {
-    if (from, to) != (Format::Fclib, Format::Fclib) {
-        return Ok(None);
-    }
-    let fp = io::fclib::read(input)?;
-    fp.problem.validate()?;
-    io::fclib::write(&fp, output)?;
-    Ok(Some(fp.problem))
-}
-
-/// Without the `fclib` feature, FCLIB files are refused by the readers.
-#[cfg(not(feature = "fclib"))]
-fn convert_fclib_extras(
-    _: &std::path::Path,
-    _: &std::path::Path,
-    _: Format,
-    _: Format,
-) -> signorini::Result<Option<signorini::problem::Problem>> {
-    Ok(None)
-}
-
-fn prepare(o: &SolveOptions) -> signorini::Result<(System, Settings)> {
-    let problem = io::read(&o.file, o.format)?;
-    let sys = System::new(&problem)?;
-    let settings = Settings {
-        friction: o.friction,
-        criterion: o.criterion,
-        tol: o.tol,
-        max_iter: o.max_iter,
-        omega: o.omega,
-        ..Settings::default()
-    };
-    settings.validate(sys.rows())?;
-    Ok((sys, settings))
-}
-
-/// The JSON object of one solve: solver, status, iterations, time and the merit set.
-fn report_json(r: &Report) -> serde_json::Value {
-    json!({
-        "solver": r.solver,
-        "status": r.status,
-        "iterations": r.iterations,
-        "time_s": r.time_s,
-        "merit": r.merit,
-    })
-}
-
-/// Writes `DIR/<solver>.csv` with the trace of each report.
-fn write_traces(dir: &std::path::Path, reports: &[Report]) -> signorini::Result<()> {
-    let io = |path: &std::path::Path| {
-        let path = path.to_path_buf();
-        move |source| signorini::Error::Io { path, source }
-    };
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    for r in reports {
-        let path = dir.join(format!("{}.csv", r.solver));
-        let mut text = String::from("iteration,residual,natural_map_inf,time_s,products\n");
-        for t in &r.trace {
-            text += &format!(
-                "{},{},{},{},{}\n",
-                t.iteration, t.residual, t.natural_map_inf, t.time_s, t.products
-            );
-        }
-        std::fs::write(&path, text).map_err(io(&path))?;
-    }
-    Ok(())
-}
-
-/// Largest ∞-norm difference between the impulse vectors of any two reports.
-fn max_difference(reports: &[Report]) -> f64 {
-    let mut diff = 0.0f64;
-    for (i, a) in reports.iter().enumerate() {
-        for b in &reports[i + 1..] {
-            for (x, y) in a.gamma.iter().zip(&b.gamma) {
-                diff = diff.max((x - y).abs());
-            }
-        }
-    }
-    diff
-}
-
-fn print_table(sys: &System, reports: &[Report]) {
-    println!(
-        "problem {} ({:?}, {} blocks, {} rows)",
-        sys.name(),
-        sys.class(),
-        sys.blocks(),
-        sys.rows()
-    );
-    let opt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.3e}"));
-    let rows: Vec<(&str, Vec<String>)> = vec![
-        ("solver", reports.iter().map(|r| r.solver.clone()).collect()),
-        (
-            "status",
-            reports.iter().map(|r| r.status.to_string()).collect(),
-        ),
-        (
-            "iterations",
-            reports.iter().map(|r| r.iterations.to_string()).collect(),
-        ),
-        (
-            "time [s]",
-            reports
-                .iter()
-                .map(|r| format!("{:.3e}", r.time_s))
-                .collect(),
-        ),
-        ("natural map ∞", col(reports, |r| r.merit.natural_map_inf)),
-        ("natural map 2", col(reports, |r| r.merit.natural_map_2)),
-        ("complementarity", col(reports, |r| r.merit.complementarity)),
-        (
-            "primal violation",
-            col(reports, |r| r.merit.primal_violation),
-        ),
-        ("dual violation", col(reports, |r| r.merit.dual_violation)),
-        ("objective", col(reports, |r| r.merit.objective)),
-        (
-            "siconos error",
-            reports.iter().map(|r| opt(r.merit.siconos_error)).collect(),
-        ),
-        (
-            "fclib merit",
-            reports.iter().map(|r| opt(r.merit.fclib_merit)).collect(),
-        ),
-    ];
-    for (label, values) in rows {
-        print!("{label:<18}");
-        for v in values {
-            print!(" {v:>16}");
-        }
-        println!();
-    }
-}
-
-fn col(reports: &[Report], f: impl Fn(&Report) -> f64) -> Vec<String> {
-    reports.iter().map(|r| format!("{:.3e}", f(r))).collect()
-}
-
-fn print_summary(s: &sim::run::Summary, dir: &std::path::Path) {
-    let rows = [
-        ("scene", s.scene.clone()),
-        ("solver", s.solver.clone()),
-        ("bodies", s.bodies.to_string()),
-        (
-            "steps",
-            format!("{} ({:.3} s simulated)", s.steps, s.simulated_time),
-        ),
-        ("contacts (max)", s.max_contacts.to_string()),
-        ("bilateral rows", s.bilateral_rows.to_string()),
-        (
-            "iterations",
-            format!("{:.1} mean, {} max", s.mean_iterations, s.max_iterations),
-        ),
-        ("residual (max)", format!("{:.3e}", s.max_residual)),
-        ("penetration (max)", format!("{:.3e} m", s.max_penetration)),
-        (
-            "kinetic energy",
-            format!("{:.4e} J", s.final_kinetic_energy),
-        ),
-        ("wall time", format!("{:.3} s", s.wall_s)),
-        (
-            "  collision",
-            format!(
-                "{:.3} s ({:.0} %)",
-                s.collision_s,
-                100.0 * s.collision_s / s.wall_s
-            ),
-        ),
-        (
-            "  assembly",
-            format!(
-                "{:.3} s ({:.0} %)",
-                s.assembly_s,
-                100.0 * s.assembly_s / s.wall_s
-            ),
-        ),
-        (
-            "  solve",
-            format!("{:.3} s ({:.0} %)", s.solve_s, 100.0 * s.solve_s / s.wall_s),
-        ),
-        (
-            "  output",
-            format!(
-                "{:.3} s ({:.0} %)",
-                s.output_s,
-                100.0 * s.output_s / s.wall_s
-            ),
-        ),
-        (
-            "output",
-            format!("{} ({} snapshots)", dir.display(), s.snapshots),
-        ),
-    ];
-    for (label, value) in rows {
-        println!("{label:<18} {value}");
-    }
 }

@@ -4,12 +4,13 @@
 pub mod body;
 pub mod collision;
 pub mod joint;
-pub mod run;
 pub mod scene;
 pub mod shape;
+pub mod stats;
 pub mod world;
 
 pub use body::{Motion, Oscillation, RigidBody};
 pub use joint::{Joint, JointKind};
 pub use shape::{Pose, Shape};
+pub use stats::StepStats;
 pub use world::{StepSettings, World};

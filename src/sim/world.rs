@@ -8,6 +8,7 @@ use std::time::Instant;
 use nalgebra::Vector3;
 use serde::{Deserialize, Serialize};
 
+use super::StepStats;
 use super::body::RigidBody;
 use super::collision::{self, Contact};
 use super::joint::{ConstraintRow, Joint, point_row, tangent_frame};
@@ -15,7 +16,6 @@ use crate::error::Result;
 use crate::problem::{
     Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System,
 };
-use crate::report::StepStats;
 use crate::solver::{Criterion, Report, Runner, Settings};
 
 /// Parameters of the time stepper.

@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use self::report::Section;
+use self::report::{BenchReport, Machine, Section};
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::registry::{self, Device};
@@ -55,28 +55,39 @@ pub fn parse_sizes(list: &str, what: &'static str) -> Result<Vec<usize>> {
         .collect()
 }
 
-/// The suites of `signorini bench`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The suites of `signorini bench` (the command line's values; the doc comments are its
+/// help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Suite {
-    /// [`throughput`].
+    /// Contact-iterations per second, CPU vs GPU, and the fraction of the bandwidth.
     Throughput,
-    /// [`convergence`].
+    /// Residual vs iteration and vs wall time on B1–B4 and balls_in_box, every solver.
     Convergence,
-    /// [`scaling`].
+    /// Time per simulation step vs bodies, split into collision, assembly, solve, output.
     Scaling,
-    /// [`accuracy`].
+    /// Every solver's merit set against a reference solve; GPU f32 vs CPU f64.
     Accuracy,
+    /// The four suites at their default sizes, in one report.
+    All,
 }
 
 impl Suite {
-    /// Every suite, in report order.
-    pub const ALL: [Suite; 4] = [
-        Suite::Throughput,
-        Suite::Convergence,
-        Suite::Scaling,
-        Suite::Accuracy,
-    ];
+    /// The suites this one runs, in report order: itself, or the four for [`Suite::All`].
+    pub fn members(self) -> &'static [Suite] {
+        match self {
+            Suite::Throughput => &[Suite::Throughput],
+            Suite::Convergence => &[Suite::Convergence],
+            Suite::Scaling => &[Suite::Scaling],
+            Suite::Accuracy => &[Suite::Accuracy],
+            Suite::All => &[
+                Suite::Throughput,
+                Suite::Convergence,
+                Suite::Scaling,
+                Suite::Accuracy,
+            ],
+        }
+    }
 
     /// The suite's name on the command line.
     pub fn name(self) -> &'static str {
@@ -85,6 +96,7 @@ impl Suite {
             Suite::Convergence => "convergence",
             Suite::Scaling => "scaling",
             Suite::Accuracy => "accuracy",
+            Suite::All => "all",
         }
     }
 }
@@ -105,6 +117,109 @@ pub struct Options {
     pub tol: Option<f64>,
     /// Steps per run (scaling).
     pub steps: Option<usize>,
+}
+
+impl Options {
+    /// The options of `signorini bench SUITE` from the command line's values, `sizes` as
+    /// given ([`parse_sizes`]). `all` runs each suite at its defaults: it takes no sizes,
+    /// iterations, tolerance or steps.
+    pub fn parse(
+        suite: Suite,
+        solvers: Option<Vec<String>>,
+        sizes: Option<&str>,
+        devices: Option<Vec<Device>>,
+        iterations: Option<usize>,
+        tol: Option<f64>,
+        steps: Option<usize>,
+    ) -> Result<Options> {
+        let sized = sizes.is_some() || iterations.is_some() || tol.is_some();
+        if suite == Suite::All && (sized || steps.is_some()) {
+            return Err(Error::InvalidSetting {
+                name: "suite",
+                value: "all".into(),
+                message: "`all` runs each suite at its defaults; give --sizes, \
+                          --iterations, --tol or --steps with one suite"
+                    .into(),
+            });
+        }
+        Ok(Options {
+            solvers,
+            sizes: sizes.map(|s| parse_sizes(s, "sizes")).transpose()?,
+            devices,
+            iterations,
+            tol,
+            steps,
+        })
+    }
+}
+
+/// What `signorini bench` gives: the report (written into its folder) and the measurements
+/// of each suite.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bench {
+    /// The report.
+    pub report: BenchReport,
+    /// The measurements, by suite name.
+    pub suites: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Bench {
+    /// The JSON object of `signorini bench --json`: where the report is (`dir/report.md`),
+    /// the machine and the measurements.
+    pub fn json(&self, dir: &Path) -> serde_json::Value {
+        serde_json::json!({
+            "report": dir.join("report.md"),
+            "machine": self.report.machine,
+            "suites": self.suites,
+        })
+    }
+}
+
+/// Runs `suite` (each of the four for [`Suite::All`]) with `options` on the devices they
+/// ask for, and writes the report, its CSV tables and charts into `dir`. `command` is the
+/// command line that reproduces the run; `progress` receives a line per suite and (indented)
+/// per measurement.
+pub fn run(
+    suite: Suite,
+    options: &Options,
+    dir: &Path,
+    command: String,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Bench> {
+    for &s in suite.members() {
+        options.check(s)?;
+    }
+    let start = Instant::now();
+    let mut notes = Vec::new();
+    let devices = options
+        .devices
+        .clone()
+        .unwrap_or(vec![Device::Cpu, Device::Gpu]);
+    let gpu = open_gpu(&devices, &mut notes);
+    let mut sections = Vec::new();
+    let mut suites = serde_json::Map::new();
+    for &s in suite.members() {
+        progress(&format!("suite {}", s.name()));
+        let outcome = run_suite(s, options, gpu.as_deref(), dir, &mut |line| {
+            progress(&format!("  {line}"))
+        })?;
+        progress(&format!("suite {} took {:.1} s", s.name(), outcome.wall_s));
+        let mut section = outcome.section;
+        section.notes.extend(notes.iter().cloned());
+        section
+            .text
+            .push(format!("Suite wall time: {:.1} s.", outcome.wall_s));
+        sections.push(section);
+        suites.insert(s.name().into(), outcome.json);
+    }
+    let report = BenchReport {
+        command,
+        machine: Machine::detect(gpu.as_ref().map(|c| c.adapter_summary())),
+        sections,
+        wall_s: start.elapsed().as_secs_f64(),
+    };
+    report.write(dir)?;
+    Ok(Bench { report, suites })
 }
 
 /// What a suite gives: its report section and its measurements as JSON.
@@ -154,10 +269,10 @@ impl Options {
     }
 }
 
-/// Runs `suite` with `options` and writes its charts into `dir`; `gpu` is the device of
-/// the GPU rows (none: GPU rows are left out with a note). An option the suite does not
-/// take is an error.
-pub fn run_suite(
+/// Runs the one suite `suite` with `options` and writes its charts into `dir`; `gpu` is the
+/// device of the GPU rows (none: GPU rows are left out with a note). An option the suite
+/// does not take is an error, and so is [`Suite::All`] (run its members).
+fn run_suite(
     suite: Suite,
     options: &Options,
     gpu: Option<&GpuContext>,
@@ -205,6 +320,13 @@ pub fn run_suite(
             let config = accuracy::default_config().with(o);
             let r = accuracy::run(&config, has_gpu, progress)?;
             (r.section(dir)?, serde_json::json!(r))
+        }
+        Suite::All => {
+            return Err(Error::InvalidSetting {
+                name: "suite",
+                value: "all".into(),
+                message: "`all` is not one suite: run each of its members".into(),
+            });
         }
     };
     Ok(Outcome {
@@ -284,45 +406,39 @@ impl SolverRun {
 }
 
 /// The runs that `--solvers` and `--device` ask for. `all` stands for every solver in the
-/// registry (whatever it holds). Each name runs on the CPU under its own name and on the GPU
-/// as its `-gpu` variant; a pair the registry lacks, and every GPU run when `gpu` is false,
-/// is left out with a note. An unknown name is an error listing the valid ones.
+/// registry (whatever it holds). Each name stands for its base CPU solver, which runs on
+/// each device as its registered variant there; a base without a variant on a device, and
+/// every GPU run when `gpu` is false, is left out with a note. An unknown name is an error
+/// listing the valid ones.
 pub fn solver_runs(
     solvers: &[String],
     devices: &[Device],
     gpu: bool,
     notes: &mut Vec<String>,
 ) -> Result<Vec<SolverRun>> {
-    let names = registry::names();
-    let mut bases: Vec<String> = Vec::new();
+    let mut bases: Vec<&str> = Vec::new();
     for name in solvers {
-        let wanted: Vec<String> = if name == "all" {
-            names.iter().map(|n| n.to_string()).collect()
+        let wanted: Vec<&str> = if name == "all" {
+            registry::entries().iter().map(|e| e.base).collect()
         } else {
             // An unknown name is the registry's error, which lists the valid ones.
-            registry::solver(name)?;
-            vec![name.clone()]
+            vec![registry::entry(name)?.base]
         };
-        for n in wanted {
-            let base = n.strip_suffix("-gpu").unwrap_or(&n).to_string();
+        for base in wanted {
             if !bases.contains(&base) {
                 bases.push(base);
             }
         }
     }
     let mut runs = Vec::new();
-    for base in &bases {
+    for base in bases {
         for &device in devices {
-            let name = match device {
-                Device::Cpu => base.clone(),
-                Device::Gpu => format!("{base}-gpu"),
-            };
             if device == Device::Gpu && !gpu {
                 notes.push("GPU runs skipped: no GPU adapter could be opened".into());
-            } else if names.contains(&name.as_str()) {
+            } else if let Some(variant) = registry::variant(base, device) {
                 runs.push(SolverRun {
-                    solver: name,
-                    base: base.clone(),
+                    solver: variant.name.to_string(),
+                    base: base.to_string(),
                     device: device.as_str(),
                 });
             } else {
@@ -399,7 +515,7 @@ mod tests {
         let runs = solver_runs(&["pgs".into()], &[Device::Gpu], true, &mut notes).unwrap();
         assert_eq!(
             runs.is_empty(),
-            !registry::names().contains(&"pgs-gpu"),
+            registry::variant("pgs", Device::Gpu).is_none(),
             "{runs:?}"
         );
         assert_eq!(notes.is_empty(), !runs.is_empty(), "{notes:?}");

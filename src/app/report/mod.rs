@@ -1,11 +1,14 @@
 //! Output of a simulation: rendered PNG snapshots and animations, VTK frames for ParaView and
-//! the per-step CSV; and convergence charts of solver traces.
+//! the per-step CSV; convergence charts and CSV files of solver traces; the tables the
+//! command line prints.
 //!
 //! - [`convergence`]: residual vs iteration and vs time for several solves, log scale.
 //! - [`chart`]: log-log line charts (benchmark figures against problem size).
 //! - [`frame`]: rendered frames ([`crate::render`]) as PNG files and animations (GIF, APNG, MP4).
 //! - [`vtk`]: one legacy VTK file per frame and the `.pvd` collection that lists them.
 //! - [`steps_csv`]: the per-step statistics, streamed to `steps.csv`.
+//! - [`tables`]: the text the command line prints (solve and check tables, the summary of
+//!   a simulation, the GPU adapters).
 //!
 //! Whole files (snapshots, frames, collections) are written to a temporary file in the target's
 //! folder and renamed over the target, so that a reader never sees a half-written file.
@@ -14,6 +17,7 @@ pub mod chart;
 pub mod convergence;
 pub mod frame;
 pub mod steps_csv;
+pub mod tables;
 pub mod vtk;
 
 use std::fs::File;
@@ -22,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use nalgebra::Vector3;
 
-pub use steps_csv::{StepStats, StepsCsv};
+pub use steps_csv::StepsCsv;
 pub use vtk::{write_pvd, write_vtk};
 
 use crate::error::{Error, Result};

@@ -57,11 +57,11 @@ pub struct SceneCase {
 /// The compiled-in text of a benchmark scene.
 fn scene_text(scene: &str) -> &'static str {
     match scene {
-        "bilateral_network" => include_str!("../../scenes/bilateral_network.toml"),
-        "sphere_pile" => include_str!("../../scenes/sphere_pile.toml"),
-        "plate_stack" => include_str!("../../scenes/plate_stack.toml"),
-        "wrecking_ball" => include_str!("../../scenes/wrecking_ball.toml"),
-        _ => include_str!("../../scenes/balls_in_box.toml"),
+        "bilateral_network" => include_str!("../../../scenes/bilateral_network.toml"),
+        "sphere_pile" => include_str!("../../../scenes/sphere_pile.toml"),
+        "plate_stack" => include_str!("../../../scenes/plate_stack.toml"),
+        "wrecking_ball" => include_str!("../../../scenes/wrecking_ball.toml"),
+        _ => include_str!("../../../scenes/balls_in_box.toml"),
     }
 }
 

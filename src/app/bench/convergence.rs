@@ -11,9 +11,9 @@ use serde::Serialize;
 use super::problems::scene_cases;
 use super::report::{CONVERGENCE_PLOT_SIZE, Cell, Plot, Section, Table};
 use super::{first_below, solver_runs};
+use crate::app::report::convergence::{Series, write_convergence_plot};
 use crate::error::Result;
 use crate::problem::System;
-use crate::report::convergence::{Series, write_convergence_plot};
 use crate::solver::{Settings, Status, TraceEntry};
 
 /// What to measure: [`SceneSolves`], by default every solver at 300 bodies per scene,
@@ -124,54 +124,37 @@ pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result
     })
 }
 
+/// The iteration of a threshold crossing, or [`Cell::Missing`] when it was not reached.
+fn iterations_at(crossing: Option<(usize, f64)>) -> Cell {
+    crossing.map_or(Cell::Missing, |(k, _)| Cell::int(k))
+}
+
 impl Convergence {
     /// The report's section: the table (`convergence.csv`) and one chart per problem
     /// (`convergence_<key>.png`, written into `dir`).
     pub fn section(&self, dir: &Path) -> Result<Section> {
         let tol = format!("{:e}", self.tol);
-        let columns = [
-            "problem",
-            "rows",
-            "solver",
-            "device",
-            "status",
-            "iterations",
-            "time [s]",
-            "best residual",
-            "iterations to 1e-4",
-            "s to 1e-4",
-            &format!("iterations to {tol}"),
-            &format!("s to {tol}"),
-        ];
-        let mut table = Table::new(
+        let (tol_k, tol_s) = (format!("iterations to {tol}"), format!("s to {tol}"));
+        let table = Table::of(
             "convergence",
             "Solves of one step of each benchmark scene (relative natural-map residual, CCP, \
              cold start); — where the threshold was not reached.",
-            &columns,
+            &self.runs,
+            &[
+                ("problem", |r| Cell::text(&r.problem)),
+                ("rows", |r| Cell::int(r.rows)),
+                ("solver", |r| Cell::text(&r.solver)),
+                ("device", |r| Cell::text(r.device)),
+                ("status", |r| Cell::text(r.status.to_string())),
+                ("iterations", |r| Cell::int(r.iterations)),
+                ("time [s]", |r| Cell::Num(r.time_s)),
+                ("best residual", |r| Cell::Num(r.best_residual)),
+                ("iterations to 1e-4", |r| iterations_at(r.to_mid)),
+                ("s to 1e-4", |r| Cell::opt(r.to_mid.map(|(_, s)| s))),
+                (&tol_k, |r| iterations_at(r.to_tol)),
+                (&tol_s, |r| Cell::opt(r.to_tol.map(|(_, s)| s))),
+            ],
         );
-        for r in &self.runs {
-            let at = |v: Option<(usize, f64)>| {
-                v.map_or([Cell::Missing, Cell::Missing], |(k, s)| {
-                    [Cell::int(k), Cell::Num(s)]
-                })
-            };
-            let [mid_k, mid_s] = at(r.to_mid);
-            let [tol_k, tol_s] = at(r.to_tol);
-            table.push(vec![
-                Cell::text(&r.problem),
-                Cell::int(r.rows),
-                Cell::text(&r.solver),
-                Cell::text(r.device),
-                Cell::text(r.status.to_string()),
-                Cell::int(r.iterations),
-                Cell::Num(r.time_s),
-                Cell::Num(r.best_residual),
-                mid_k,
-                mid_s,
-                tol_k,
-                tol_s,
-            ]);
-        }
         let mut plots = Vec::new();
         let mut keys: Vec<&str> = self.runs.iter().map(|r| r.key.as_str()).collect();
         keys.dedup();

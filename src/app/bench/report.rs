@@ -10,9 +10,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::app::report::chart::{Line, write_loglog_chart};
+use crate::app::report::write_text_via_temp;
 use crate::error::{Error, Result};
 use crate::gpu::AdapterSummary;
-use crate::report::write_text_via_temp;
 
 /// Pixel size of the suites' log-log charts.
 pub const PLOT_SIZE: (u32, u32) = (900, 560);
@@ -88,6 +89,9 @@ pub fn format_number(v: f64) -> String {
     }
 }
 
+/// A column of a table of `R`s: its name and the cell of a row.
+pub type Column<'a, R> = (&'a str, fn(&R) -> Cell);
+
 /// A table: written into the markdown and as `<name>.csv`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Table {
@@ -110,6 +114,16 @@ impl Table {
             columns: columns.iter().map(|c| c.to_string()).collect(),
             rows: Vec::new(),
         }
+    }
+
+    /// The table of `rows`, one row per item, with the cells of `columns`.
+    pub fn of<R>(name: &str, caption: &str, rows: &[R], columns: &[Column<R>]) -> Table {
+        let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+        let mut table = Table::new(name, caption, &names);
+        for r in rows {
+            table.push(columns.iter().map(|(_, cell)| cell(r)).collect());
+        }
+        table
     }
 
     /// Appends a row.
@@ -156,6 +170,37 @@ pub struct Plot {
     pub file: String,
     /// Alternative text and caption.
     pub caption: String,
+}
+
+/// Writes the log-log chart `dir/<plot.file>` of `lines` (label and points each) and gives
+/// `plot` back to be linked, or nothing when there is no line.
+pub fn loglog_plot(
+    dir: &Path,
+    plot: Plot,
+    title: &str,
+    axes: (&str, &str),
+    lines: &[(String, Vec<(f64, f64)>)],
+) -> Result<Vec<Plot>> {
+    if lines.is_empty() {
+        return Ok(Vec::new());
+    }
+    let lines: Vec<Line> = lines
+        .iter()
+        .map(|(label, points)| Line { label, points })
+        .collect();
+    write_loglog_chart(&dir.join(&plot.file), title, axes, &lines, PLOT_SIZE)?;
+    Ok(vec![plot])
+}
+
+/// The distinct values of `items`, in order of first appearance.
+pub fn distinct<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
 }
 
 /// The part of the report one suite writes.
@@ -404,7 +449,7 @@ mod tests {
             "| solver | time |\n|---|---:|\n| pgs | 0.5000 |\n| jacobi | — |\n"
         );
         assert_eq!(t.csv(), "solver,time\npgs,0.5\njacobi,\n");
-        let dir = crate::report::tests::temp_dir("bench-report");
+        let dir = crate::app::report::tests::temp_dir("bench-report");
         let mut report = BenchReport {
             command: "signorini bench x".into(),
             machine: Machine::detect(None),

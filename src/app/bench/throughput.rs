@@ -20,14 +20,13 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::problems::granular_packing;
-use super::report::{Cell, PLOT_SIZE, Plot, Section, Table};
+use super::report::{Cell, Plot, Section, Table, distinct, loglog_plot};
 use super::solver_runs;
 use crate::error::{Error, Result};
-use crate::gpu::{AdapterSummary, GpuContext, GpuKernels, ProblemData, bandwidth};
+use crate::gpu::{AdapterSummary, GpuContext, GpuKernels, bandwidth};
 use crate::problem::{FrictionModel, System};
-use crate::registry::Device;
-use crate::report::chart::{Line, write_loglog_chart};
-use crate::solver::{Report, Settings, SpgParams};
+use crate::registry::{self, Device};
+use crate::solver::{Report, Settings};
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]
@@ -195,7 +194,7 @@ pub fn run(
                 ));
                 continue;
             };
-            let mut kernels = gpu_kernels(ctx, &run.base, &sys, &settings)?;
+            let mut kernels = registry::entry(&run.solver)?.kernels(ctx, &sys, &settings)?;
             let bytes = Some(kernels.bytes_per_iteration());
             rows.push(row(&run.solver, "gpu", "solve", seconds, products, bytes));
             progress(&format!(
@@ -219,22 +218,6 @@ pub fn run(
 
 /// Timed submissions of the kernels, after one untimed (clocks ramp up, pages map).
 const KERNEL_REPEATS: usize = 3;
-
-/// The kernels of the GPU variant of the CPU solver `name`.
-fn gpu_kernels(
-    ctx: &GpuContext,
-    name: &str,
-    sys: &System,
-    settings: &Settings,
-) -> Result<GpuKernels> {
-    let data = ProblemData::new(sys, settings)?;
-    match name {
-        "jacobi" => GpuKernels::jacobi(ctx, &data),
-        "spg" => GpuKernels::spg(ctx, &data, &SpgParams::default()),
-        "apgd" => GpuKernels::apgd(ctx, &data.with_lipschitz(sys)),
-        _ => Err(Error::Gpu(format!("no GPU kernels for `{name}`"))),
-    }
-}
 
 /// Seconds per iteration of `kernels` alone: the best of [`KERNEL_REPEATS`] submissions of
 /// `iterations` iterations each.
@@ -260,7 +243,7 @@ fn speedups(rows: &mut [Row]) {
         .map(|r| (r.solver.clone(), r.contacts, r.contact_iterations_per_s))
         .collect();
     for row in rows.iter_mut().filter(|r| r.device == "gpu") {
-        let base = row.solver.trim_end_matches("-gpu");
+        let base = registry::entry(&row.solver).map_or("", |e| e.base);
         row.speedup_over_cpu = cpu
             .iter()
             .find(|(s, c, _)| s == base && *c == row.contacts)
@@ -273,79 +256,55 @@ impl Throughput {
     /// contact-iterations per second against contacts (`throughput.png`, written into
     /// `dir`).
     pub fn section(&self, dir: &Path) -> Result<Section> {
-        let mut table = Table::new(
+        let table = Table::of(
             "throughput",
             "Contact-iterations per second on granular packings.",
+            &self.rows,
             &[
-                "solver",
-                "device",
-                "mode",
-                "contacts",
-                "bodies",
-                "iterations",
-                "s/iteration",
-                "contact-it/s",
-                "GB/s",
-                "fraction of copy bandwidth",
-                "GPU/CPU",
+                ("solver", |r| Cell::text(&r.solver)),
+                ("device", |r| Cell::text(r.device)),
+                ("mode", |r| Cell::text(r.mode)),
+                ("contacts", |r| Cell::int(r.contacts)),
+                ("bodies", |r| Cell::int(r.bodies)),
+                ("iterations", |r| Cell::int(r.iterations)),
+                ("s/iteration", |r| Cell::Num(r.seconds_per_iteration)),
+                ("contact-it/s", |r| Cell::Num(r.contact_iterations_per_s)),
+                ("GB/s", |r| {
+                    Cell::opt(
+                        r.bytes_per_iteration
+                            .map(|b| b / r.seconds_per_iteration / 1e9),
+                    )
+                }),
+                ("fraction of copy bandwidth", |r| {
+                    Cell::opt(r.bandwidth_fraction)
+                }),
+                ("GPU/CPU", |r| Cell::opt(r.speedup_over_cpu)),
             ],
         );
-        for r in &self.rows {
-            table.push(vec![
-                Cell::text(&r.solver),
-                Cell::text(r.device),
-                Cell::text(r.mode),
-                Cell::int(r.contacts),
-                Cell::int(r.bodies),
-                Cell::int(r.iterations),
-                Cell::Num(r.seconds_per_iteration),
-                Cell::Num(r.contact_iterations_per_s),
-                Cell::opt(
-                    r.bytes_per_iteration
-                        .map(|b| b / r.seconds_per_iteration / 1e9),
-                ),
-                Cell::opt(r.bandwidth_fraction),
-                Cell::opt(r.speedup_over_cpu),
-            ]);
-        }
-        let mut keys: Vec<(&str, &str, &str)> = Vec::new();
-        for r in &self.rows {
-            let key = (r.solver.as_str(), r.device, r.mode);
-            if !keys.contains(&key) {
-                keys.push(key);
-            }
-        }
-        let series: Vec<(String, Vec<(f64, f64)>)> = keys
-            .iter()
-            .map(|&(solver, device, mode)| {
+        let key = |r: &Row| (r.solver.clone(), r.device, r.mode);
+        let lines: Vec<(String, Vec<(f64, f64)>)> = distinct(self.rows.iter().map(key))
+            .into_iter()
+            .map(|k| {
                 let points = self
                     .rows
                     .iter()
-                    .filter(|r| (r.solver.as_str(), r.device, r.mode) == (solver, device, mode))
+                    .filter(|r| key(r) == k)
                     .map(|r| (r.contacts as f64, r.contact_iterations_per_s))
                     .collect();
-                (format!("{solver} ({device}, {mode})"), points)
+                (format!("{} ({}, {})", k.0, k.1, k.2), points)
             })
             .collect();
-        let lines: Vec<Line> = series
-            .iter()
-            .map(|(label, points)| Line { label, points })
-            .collect();
-        let mut plots = Vec::new();
-        if !lines.is_empty() {
-            write_loglog_chart(
-                &dir.join("throughput.png"),
-                "contact-iterations per second, CPU vs GPU",
-                ("contacts", "contact-iterations / s"),
-                &lines,
-                PLOT_SIZE,
-            )?;
-            plots.push(Plot {
-                file: "throughput.png".into(),
-                caption: "Contact-iterations per second against contacts, CPU and GPU (log-log)"
-                    .into(),
-            });
-        }
+        let plot = Plot {
+            file: "throughput.png".into(),
+            caption: "Contact-iterations per second against contacts, CPU and GPU (log-log)".into(),
+        };
+        let plots = loglog_plot(
+            dir,
+            plot,
+            "contact-iterations per second, CPU vs GPU",
+            ("contacts", "contact-iterations / s"),
+            &lines,
+        )?;
         let mut text = vec![
             "Each solver runs a fixed number of iterations (tolerance 0, no stall rule) on the \
              first-step problem of a cubic packing of touching spheres (μ = 0.5, CCP model); \

@@ -7,64 +7,31 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use crate::error::{Error, Result};
+use crate::sim::StepStats;
 
 /// The header line of the CSV file (without the line break), in the order of the fields of
 /// [`StepStats`].
 pub const HEADER: &str = "step,time,bodies,contacts,bilateral_rows,iterations,residual,\
                           max_penetration,kinetic_energy,collision_s,assembly_s,solve_s";
 
-/// What happened during one time step.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct StepStats {
-    /// Index of the step, from 0.
-    pub step: usize,
-    /// Simulated time at the end of the step, s.
-    pub time: f64,
-    /// Number of bodies.
-    pub bodies: usize,
-    /// Number of contacts in the step's problem.
-    pub contacts: usize,
-    /// Number of bilateral (joint) rows in the step's problem.
-    pub bilateral_rows: usize,
-    /// Iterations the solver ran.
-    pub iterations: usize,
-    /// The velocity residual of the solver's answer (`Residual::velocity`, m/s).
-    pub residual: f64,
-    /// Largest penetration depth among the contacts, m (0 when none penetrate).
-    pub max_penetration: f64,
-    /// Kinetic energy of all bodies at the end of the step, J.
-    pub kinetic_energy: f64,
-    /// Wall-clock time of collision detection, s.
-    pub collision_s: f64,
-    /// Wall-clock time of assembly: the factored problem (Jacobians, free velocities) and
-    /// the prepared [`crate::problem::System`], s.
-    pub assembly_s: f64,
-    /// Wall-clock time of the solver, s.
-    pub solve_s: f64,
-}
-
-impl StepStats {
-    /// The CSV line of these statistics (without the line break), columns as in [`HEADER`].
-    pub fn csv_line(&self) -> String {
-        format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
-            self.step,
-            self.time,
-            self.bodies,
-            self.contacts,
-            self.bilateral_rows,
-            self.iterations,
-            self.residual,
-            self.max_penetration,
-            self.kinetic_energy,
-            self.collision_s,
-            self.assembly_s,
-            self.solve_s
-        )
-    }
+/// The CSV line of `s` (without the line break), columns as in [`HEADER`].
+fn csv_line(s: &StepStats) -> String {
+    format!(
+        "{},{},{},{},{},{},{},{},{},{},{},{}",
+        s.step,
+        s.time,
+        s.bodies,
+        s.contacts,
+        s.bilateral_rows,
+        s.iterations,
+        s.residual,
+        s.max_penetration,
+        s.kinetic_energy,
+        s.collision_s,
+        s.assembly_s,
+        s.solve_s
+    )
 }
 
 /// A `steps.csv` being written: create it, write one [`StepStats`] per step, then finish it.
@@ -90,7 +57,7 @@ impl StepsCsv {
 
     /// Appends the line of one step.
     pub fn write(&mut self, s: &StepStats) -> Result<()> {
-        self.write_line(&s.csv_line())
+        self.write_line(&csv_line(s))
     }
 
     /// Flushes the buffer and syncs the file to disk; errors that dropping would hide show here.
@@ -115,7 +82,7 @@ impl StepsCsv {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::tests::temp_dir;
+    use crate::app::report::tests::temp_dir;
 
     fn stats(step: usize) -> StepStats {
         let k = step as f64;

@@ -1,14 +1,15 @@
 //! Convergence charts: residual against iterations and against wall time for several solves
-//! on one chart each, log scale (the analogue of paper 004's Figs. 3–6).
+//! on one chart each, log scale (the analogue of paper 004's Figs. 3–6); and the traces
+//! themselves as CSV files (`check --trace`).
 
-use std::io;
+use std::io::{self, Write};
 use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::write_png;
-use crate::error::Result;
-use crate::solver::TraceEntry;
+use super::{write_png, write_text_via_temp};
+use crate::error::{Error, Result};
+use crate::solver::{Report, TraceEntry};
 
 /// The embedded font, shared with the renderer's overlay.
 pub(crate) use crate::render::register_font;
@@ -30,6 +31,29 @@ const FLOOR: f64 = 1e-16;
 
 /// Width and height in pixels of the charts of `check --plot`.
 pub const DEFAULT_SIZE: (u32, u32) = (1400, 560);
+
+/// Writes each report's trace to `dir/<solver>.csv` (columns iteration, residual,
+/// natural_map_inf, time_s, products), creating `dir`.
+pub fn write_traces(dir: &Path, reports: &[Report]) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for r in reports {
+        write_text_via_temp(&dir.join(format!("{}.csv", r.solver)), |w| {
+            writeln!(w, "iteration,residual,natural_map_inf,time_s,products")?;
+            for t in &r.trace {
+                writeln!(
+                    w,
+                    "{},{},{},{},{}",
+                    t.iteration, t.residual, t.natural_map_inf, t.time_s, t.products
+                )?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
 
 /// Writes a PNG of `size` pixels with two charts side by side, residual vs iteration and
 /// residual vs wall time, one line per series, log-scale residual, with a legend.

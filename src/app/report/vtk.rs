@@ -195,7 +195,7 @@ fn xml_escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::tests::temp_dir;
+    use crate::app::report::tests::temp_dir;
     use crate::sim::Pose;
     use nalgebra::UnitQuaternion;
 

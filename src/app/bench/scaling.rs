@@ -1,5 +1,5 @@
 //! `signorini bench scaling`: time per simulation step against the number of bodies, as
-//! `simulate` runs it ([`crate::sim::run::run`], no snapshots), split into collision
+//! `simulate` runs it ([`crate::app::run::run`], no snapshots), split into collision
 //! detection, assembly (problem and prepared system), solve and output (`steps.csv`), on
 //! cubic packings of touching spheres ([`packing_scene`]) that have about three contacts per
 //! body from the first step.
@@ -9,12 +9,11 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::problems::packing_scene;
-use super::report::{Cell, PLOT_SIZE, Plot, Section, Table};
+use super::report::{Cell, Plot, Section, Table, distinct, loglog_plot};
 use super::solver_runs;
+use crate::app::run::{Outputs, run as simulate};
 use crate::error::{Error, Result};
 use crate::registry::Device;
-use crate::report::chart::{Line, write_loglog_chart};
-use crate::sim::run::{Outputs, run as simulate};
 use crate::solver::Runner;
 
 /// What to measure.
@@ -140,47 +139,26 @@ impl Scaling {
     /// step against bodies, total and solve per run plus collision and assembly
     /// (`scaling.png`, written into `dir`).
     pub fn section(&self, dir: &Path) -> Result<Section> {
-        let mut table = Table::new(
+        let table = Table::of(
             "scaling",
             "Time per step of `simulate` on packings of touching spheres, split by phase.",
+            &self.rows,
             &[
-                "solver",
-                "device",
-                "bodies",
-                "contacts (max)",
-                "steps",
-                "iterations/step",
-                "s/step",
-                "collision s/step",
-                "assembly s/step",
-                "solve s/step",
-                "output s/step",
-                "solve share",
+                ("solver", |r| Cell::text(&r.solver)),
+                ("device", |r| Cell::text(r.device)),
+                ("bodies", |r| Cell::int(r.bodies)),
+                ("contacts (max)", |r| Cell::int(r.max_contacts)),
+                ("steps", |r| Cell::int(r.steps)),
+                ("iterations/step", |r| Cell::Num(r.mean_iterations)),
+                ("s/step", |r| Cell::Num(r.step_s)),
+                ("collision s/step", |r| Cell::Num(r.collision_s)),
+                ("assembly s/step", |r| Cell::Num(r.assembly_s)),
+                ("solve s/step", |r| Cell::Num(r.solve_s)),
+                ("output s/step", |r| Cell::Num(r.output_s)),
+                ("solve share", |r| Cell::Num(r.solve_s / r.step_s)),
             ],
         );
-        for r in &self.rows {
-            table.push(vec![
-                Cell::text(&r.solver),
-                Cell::text(r.device),
-                Cell::int(r.bodies),
-                Cell::int(r.max_contacts),
-                Cell::int(r.steps),
-                Cell::Num(r.mean_iterations),
-                Cell::Num(r.step_s),
-                Cell::Num(r.collision_s),
-                Cell::Num(r.assembly_s),
-                Cell::Num(r.solve_s),
-                Cell::Num(r.output_s),
-                Cell::Num(r.solve_s / r.step_s),
-            ]);
-        }
-        let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-        let mut solvers: Vec<&str> = Vec::new();
-        for r in &self.rows {
-            if !solvers.contains(&r.solver.as_str()) {
-                solvers.push(&r.solver);
-            }
-        }
+        let solvers = distinct(self.rows.iter().map(|r| r.solver.as_str()));
         let curve = |solver: &str, f: fn(&Row) -> f64| -> Vec<(f64, f64)> {
             self.rows
                 .iter()
@@ -188,33 +166,27 @@ impl Scaling {
                 .map(|r| (r.bodies as f64, f(r)))
                 .collect()
         };
+        let mut lines = Vec::new();
         for &solver in &solvers {
-            series.push((format!("{solver}: step"), curve(solver, |r| r.step_s)));
-            series.push((format!("{solver}: solve"), curve(solver, |r| r.solve_s)));
+            lines.push((format!("{solver}: step"), curve(solver, |r| r.step_s)));
+            lines.push((format!("{solver}: solve"), curve(solver, |r| r.solve_s)));
         }
         // Collision and assembly do not depend on the solver: drawn once, from the first.
         if let Some(&first) = solvers.first() {
-            series.push(("collision".into(), curve(first, |r| r.collision_s)));
-            series.push(("assembly".into(), curve(first, |r| r.assembly_s)));
+            lines.push(("collision".into(), curve(first, |r| r.collision_s)));
+            lines.push(("assembly".into(), curve(first, |r| r.assembly_s)));
         }
-        let lines: Vec<Line> = series
-            .iter()
-            .map(|(label, points)| Line { label, points })
-            .collect();
-        let mut plots = Vec::new();
-        if !lines.is_empty() {
-            write_loglog_chart(
-                &dir.join("scaling.png"),
-                "time per step against bodies",
-                ("bodies", "seconds per step"),
-                &lines,
-                PLOT_SIZE,
-            )?;
-            plots.push(Plot {
-                file: "scaling.png".into(),
-                caption: "Seconds per step against bodies, by phase (log-log)".into(),
-            });
-        }
+        let plot = Plot {
+            file: "scaling.png".into(),
+            caption: "Seconds per step against bodies, by phase (log-log)".into(),
+        };
+        let plots = loglog_plot(
+            dir,
+            plot,
+            "time per step against bodies",
+            ("bodies", "seconds per step"),
+            &lines,
+        )?;
         Ok(Section {
             heading: "Scaling".into(),
             text: vec![

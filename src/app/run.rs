@@ -6,11 +6,12 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::scene::Scene;
+use super::report::frame::{FrameOptions, RunFrames};
+use super::report::{SceneView, StepsCsv, write_pvd, write_vtk};
 use crate::error::{Error, Result};
 use crate::problem::io::Format;
-use crate::report::frame::{FrameOptions, RunFrames};
-use crate::report::{SceneView, StepStats, StepsCsv, write_pvd, write_vtk};
+use crate::sim::scene::Scene;
+use crate::sim::{Pose, Shape, StepStats};
 use crate::solver::Runner;
 
 /// What a run writes besides `steps.csv`.
@@ -81,11 +82,7 @@ pub struct Summary {
 }
 
 /// The view of a world's bodies for the writers.
-fn view<'a>(
-    shapes: &'a [super::Shape],
-    poses: &'a [super::Pose],
-    speeds: &'a [f64],
-) -> SceneView<'a> {
+fn view<'a>(shapes: &'a [Shape], poses: &'a [Pose], speeds: &'a [f64]) -> SceneView<'a> {
     SceneView {
         shapes,
         poses,

@@ -243,74 +243,47 @@ impl Accuracy {
     /// The report's section: the references (`accuracy_references.csv`) and the solvers
     /// against them (`accuracy.csv`).
     pub fn section(&self, _dir: &Path) -> Result<Section> {
-        let mut refs = Table::new(
+        let refs = Table::of(
             "accuracy_references",
             "The reference solve of each problem.",
+            &self.references,
             &[
-                "problem",
-                "rows",
-                "frictionless",
-                "reference",
-                "tol",
-                "status",
-                "iterations",
-                "relative residual",
-                "natural map ∞",
-                "objective",
+                ("problem", |r| Cell::text(&r.problem)),
+                ("rows", |r| Cell::int(r.rows)),
+                ("frictionless", |r| {
+                    Cell::text(if r.frictionless { "yes" } else { "no" })
+                }),
+                ("reference", |r| Cell::text(&r.solver)),
+                ("tol", |r| Cell::Num(r.tol)),
+                ("status", |r| Cell::text(r.status.to_string())),
+                ("iterations", |r| Cell::int(r.iterations)),
+                ("relative residual", |r| Cell::Num(r.relative_residual)),
+                ("natural map ∞", |r| Cell::Num(r.merit.natural_map_inf)),
+                ("objective", |r| Cell::Num(r.merit.objective)),
             ],
         );
-        for r in &self.references {
-            refs.push(vec![
-                Cell::text(&r.problem),
-                Cell::int(r.rows),
-                Cell::text(if r.frictionless { "yes" } else { "no" }),
-                Cell::text(&r.solver),
-                Cell::Num(r.tol),
-                Cell::text(r.status.to_string()),
-                Cell::int(r.iterations),
-                Cell::Num(r.relative_residual),
-                Cell::Num(r.merit.natural_map_inf),
-                Cell::Num(r.merit.objective),
-            ]);
-        }
-        let mut table = Table::new(
+        let table = Table::of(
             "accuracy",
             "The merit set of each solver, and its distance to the reference (relative \
              objective gap, relative ∞-norm impulse difference) and, for GPU rows, to the \
              CPU solve of the same solver.",
+            &self.rows,
             &[
-                "problem",
-                "solver",
-                "device",
-                "status",
-                "iterations",
-                "natural map ∞",
-                "complementarity",
-                "primal violation",
-                "dual violation",
-                "objective",
-                "objective gap",
-                "γ vs reference",
-                "γ GPU vs CPU",
+                ("problem", |r| Cell::text(&r.problem)),
+                ("solver", |r| Cell::text(&r.solver)),
+                ("device", |r| Cell::text(r.device)),
+                ("status", |r| Cell::text(r.status.to_string())),
+                ("iterations", |r| Cell::int(r.iterations)),
+                ("natural map ∞", |r| Cell::Num(r.merit.natural_map_inf)),
+                ("complementarity", |r| Cell::Num(r.merit.complementarity)),
+                ("primal violation", |r| Cell::Num(r.merit.primal_violation)),
+                ("dual violation", |r| Cell::Num(r.merit.dual_violation)),
+                ("objective", |r| Cell::Num(r.merit.objective)),
+                ("objective gap", |r| Cell::Num(r.objective_gap)),
+                ("γ vs reference", |r| Cell::Num(r.gamma_error)),
+                ("γ GPU vs CPU", |r| Cell::opt(r.gpu_vs_cpu)),
             ],
         );
-        for r in &self.rows {
-            table.push(vec![
-                Cell::text(&r.problem),
-                Cell::text(&r.solver),
-                Cell::text(r.device),
-                Cell::text(r.status.to_string()),
-                Cell::int(r.iterations),
-                Cell::Num(r.merit.natural_map_inf),
-                Cell::Num(r.merit.complementarity),
-                Cell::Num(r.merit.primal_violation),
-                Cell::Num(r.merit.dual_violation),
-                Cell::Num(r.merit.objective),
-                Cell::Num(r.objective_gap),
-                Cell::Num(r.gamma_error),
-                Cell::opt(r.gpu_vs_cpu),
-            ]);
-        }
         Ok(Section {
             heading: "Accuracy".into(),
             text: vec![

@@ -1,0 +1,124 @@
+//! The text the command line prints: the table of `solve` and `check` (one column per
+//! solver), the JSON object of one solve, the summary of `simulate` and the adapters of
+//! `info`.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::app::run::Summary;
+use crate::gpu::{ADAPTER_ENV, AdapterSummary};
+use crate::problem::System;
+use crate::solver::Report;
+
+/// The table of `solve` and `check`: a line naming the problem, then one row per figure
+/// (status, iterations, time, the merit set) with one column per report.
+pub fn reports(sys: &System, reports: &[Report]) -> String {
+    let mut out = format!(
+        "problem {} ({:?}, {} blocks, {} rows)\n",
+        sys.name(),
+        sys.class(),
+        sys.blocks(),
+        sys.rows()
+    );
+    let col = |f: &dyn Fn(&Report) -> String| reports.iter().map(f).collect::<Vec<_>>();
+    let num = |f: fn(&Report) -> f64| col(&|r| format!("{:.3e}", f(r)));
+    let opt = |f: fn(&Report) -> Option<f64>| {
+        col(&|r| f(r).map_or("-".to_string(), |x| format!("{x:.3e}")))
+    };
+    let rows: [(&str, Vec<String>); 12] = [
+        ("solver", col(&|r| r.solver.clone())),
+        ("status", col(&|r| r.status.to_string())),
+        ("iterations", col(&|r| r.iterations.to_string())),
+        ("time [s]", num(|r| r.time_s)),
+        ("natural map ∞", num(|r| r.merit.natural_map_inf)),
+        ("natural map 2", num(|r| r.merit.natural_map_2)),
+        ("complementarity", num(|r| r.merit.complementarity)),
+        ("primal violation", num(|r| r.merit.primal_violation)),
+        ("dual violation", num(|r| r.merit.dual_violation)),
+        ("objective", num(|r| r.merit.objective)),
+        ("siconos error", opt(|r| r.merit.siconos_error)),
+        ("fclib merit", opt(|r| r.merit.fclib_merit)),
+    ];
+    for (label, values) in rows {
+        out += &format!("{label:<18}");
+        for v in values {
+            out += &format!(" {v:>16}");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The JSON object of one solve: solver, status, iterations, time and the merit set.
+pub fn report_json(r: &Report) -> serde_json::Value {
+    json!({
+        "solver": r.solver,
+        "status": r.status,
+        "iterations": r.iterations,
+        "time_s": r.time_s,
+        "merit": r.merit,
+    })
+}
+
+/// The summary of `simulate`: one line per total, the wall time split by phase, and the
+/// output folder `dir`.
+pub fn summary(s: &Summary, dir: &Path) -> String {
+    let share = |t: f64| format!("{t:.3} s ({:.0} %)", 100.0 * t / s.wall_s);
+    let rows = [
+        ("scene", s.scene.clone()),
+        ("solver", s.solver.clone()),
+        ("bodies", s.bodies.to_string()),
+        (
+            "steps",
+            format!("{} ({:.3} s simulated)", s.steps, s.simulated_time),
+        ),
+        ("contacts (max)", s.max_contacts.to_string()),
+        ("bilateral rows", s.bilateral_rows.to_string()),
+        (
+            "iterations",
+            format!("{:.1} mean, {} max", s.mean_iterations, s.max_iterations),
+        ),
+        ("residual (max)", format!("{:.3e}", s.max_residual)),
+        ("penetration (max)", format!("{:.3e} m", s.max_penetration)),
+        (
+            "kinetic energy",
+            format!("{:.4e} J", s.final_kinetic_energy),
+        ),
+        ("wall time", format!("{:.3} s", s.wall_s)),
+        ("  collision", share(s.collision_s)),
+        ("  assembly", share(s.assembly_s)),
+        ("  solve", share(s.solve_s)),
+        ("  output", share(s.output_s)),
+        (
+            "output",
+            format!("{} ({} snapshots)", dir.display(), s.snapshots),
+        ),
+    ];
+    let mut out = String::new();
+    for (label, value) in rows {
+        out += &format!("{label:<18} {value}\n");
+    }
+    out
+}
+
+/// The adapters of `info`, one line each, and how to pick one.
+pub fn adapters(adapters: &[AdapterSummary]) -> String {
+    let mut out = String::new();
+    if adapters.is_empty() {
+        out += "no GPU adapter found (without a GPU, install Mesa's software Vulkan driver, \
+                Debian package mesa-vulkan-drivers)\n";
+    }
+    for (i, a) in adapters.iter().enumerate() {
+        out += &format!(
+            "{i}: {} ({}, {}, driver: {}, max storage binding: {} MiB)\n",
+            a.name,
+            a.backend,
+            a.device_type,
+            a.driver,
+            a.max_storage_binding_size >> 20
+        );
+    }
+    out += &format!("pick one with {ADAPTER_ENV}=<part of its name>\n");
+    out
+}
