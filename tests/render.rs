@@ -5,25 +5,18 @@
 //! Without an adapter these tests fail, unless `SIGNORINI_SKIP_GPU=1` is set: then they print
 //! a note and pass.
 
-use std::sync::Arc;
+mod common;
+use common::gpu::context;
 
 use nalgebra::{UnitQuaternion, Vector3};
-use signorini::gpu::GpuContext;
 use signorini::render::{
     Camera, CameraSpec, ColorField, ColorScale, Image, Renderer, SceneFrame, Style, colormap,
 };
 use signorini::sim::{Pose, Shape};
 
-/// A renderer on the default adapter, or `None` (with a note) under `SIGNORINI_SKIP_GPU=1`.
+/// A renderer on the shared device (`None` under `SIGNORINI_SKIP_GPU=1` without an adapter).
 fn renderer() -> Option<Renderer> {
-    match GpuContext::new() {
-        Ok(ctx) => Some(Renderer::new(Arc::new(ctx))),
-        Err(e) if std::env::var("SIGNORINI_SKIP_GPU").as_deref() == Ok("1") => {
-            eprintln!("note: SIGNORINI_SKIP_GPU=1: skipping a render test: {e}");
-            None
-        }
-        Err(e) => panic!("no GPU adapter ({e}); set SIGNORINI_SKIP_GPU=1 to skip this test"),
-    }
+    context().map(Renderer::new)
 }
 
 /// The camera of these tests: from 10 m along −y, looking at the origin, 30° field of view.

@@ -17,3 +17,21 @@ fn shade(base: vec3<f32>, n: vec3<f32>) -> vec3<f32> {
     let lambert = max(dot(n, view.light.xyz), 0.0);
     return base * (view.light.w + (1.0 - view.light.w) * lambert);
 }
+
+// What the sphere vertex stage hands the fragment stage: the quad's world point, and the
+// sphere (flat over the quad).
+struct SphereVarying {
+    @builtin(position) clip: vec4<f32>,
+    @location(0) world: vec3<f32>,
+    @location(1) @interpolate(flat) center: vec3<f32>,
+    @location(2) @interpolate(flat) radius: f32,
+    @location(3) @interpolate(flat) color: vec3<f32>,
+};
+
+// What the mesh vertex stage hands the fragment stage.
+struct MeshVarying {
+    @builtin(position) clip: vec4<f32>,
+    @location(0) world: vec3<f32>,
+    @location(1) normal: vec3<f32>,
+    @location(2) color: vec4<f32>,
+};

@@ -1,20 +1,13 @@
 // Triangle meshes (boxes, plates, links, planes), vertex stage: world-space vertices with a
 // normal and a color.
 
-struct MeshOut {
-    @builtin(position) clip: vec4<f32>,
-    @location(0) world: vec3<f32>,
-    @location(1) normal: vec3<f32>,
-    @location(2) color: vec4<f32>,
-};
-
 @vertex
 fn main(
     @location(0) position: vec3<f32>,
     @location(1) normal: vec3<f32>,
     @location(2) color: vec4<f32>,
-) -> MeshOut {
-    var out: MeshOut;
+) -> MeshVarying {
+    var out: MeshVarying;
     out.clip = view.view_proj * vec4<f32>(position, 1.0);
     out.world = position;
     out.normal = normal;

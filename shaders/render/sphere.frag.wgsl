@@ -3,21 +3,13 @@
 // is discarded. The fraction of the pixel inside the silhouette goes to alpha, which the
 // pipeline turns into MSAA coverage (alpha to coverage): antialiased edges.
 
-struct SphereIn {
-    @builtin(position) clip: vec4<f32>,
-    @location(0) world: vec3<f32>,
-    @location(1) @interpolate(flat) center: vec3<f32>,
-    @location(2) @interpolate(flat) radius: f32,
-    @location(3) @interpolate(flat) color: vec3<f32>,
-};
-
 struct SphereFragment {
     @location(0) color: vec4<f32>,
     @builtin(frag_depth) depth: f32,
 };
 
 @fragment
-fn main(in: SphereIn) -> SphereFragment {
+fn main(in: SphereVarying) -> SphereFragment {
     let eye = view.eye.xyz;
     let dir = normalize(in.world - eye);
     let oc = eye - in.center;

@@ -3,25 +3,17 @@
 // silhouette (the tangent cone from the eye cuts that plane in a circle of radius
 // `r d / sqrt(d² − r²)`).
 
-struct SphereOut {
-    @builtin(position) clip: vec4<f32>,
-    @location(0) world: vec3<f32>,
-    @location(1) @interpolate(flat) center: vec3<f32>,
-    @location(2) @interpolate(flat) radius: f32,
-    @location(3) @interpolate(flat) color: vec3<f32>,
-};
-
 @vertex
 fn main(
     @builtin(vertex_index) vertex: u32,
     @location(0) sphere: vec4<f32>,
     @location(1) color: vec4<f32>,
-) -> SphereOut {
+) -> SphereVarying {
     let center = sphere.xyz;
     let r = sphere.w;
     let to_eye = view.eye.xyz - center;
     let d2 = dot(to_eye, to_eye);
-    var out: SphereOut;
+    var out: SphereVarying;
     out.center = center;
     out.radius = r;
     out.color = color.rgb;
