@@ -107,9 +107,10 @@ mod tests {
         let sys = resting_sphere();
         let solvers = ["pgs", "jacobi"].map(|name| registry::solver(name).unwrap());
         let mut check = Check::run(&sys, &Settings::default(), &solvers).unwrap();
-        assert!(check.max_difference < 1e-9, "{}", check.max_difference);
+        // Both solve to the default tolerance: their impulses agree to about it.
+        assert!(check.max_difference < 1e-5, "{}", check.max_difference);
         check.reports[1].gamma[0] += 0.5;
-        assert!((max_difference(&check.reports) - 0.5).abs() < 1e-9);
+        assert!((max_difference(&check.reports) - 0.5).abs() < 1e-5);
         assert_eq!(max_difference(&check.reports[..1]), 0.0);
 
         let dir = crate::app::report::tests::temp_dir("check-traces");
