@@ -393,6 +393,7 @@ impl World {
             collision_s,
             assembly_s,
             solve_s,
+            status: report.status,
         };
         Ok((stats, report))
     }
