@@ -9,11 +9,12 @@ use serde_json::json;
 use indicatif::{ProgressBar, ProgressStyle};
 use signorini::bench::report::{BenchReport, Machine, command_line};
 use signorini::bench::{self, Suite};
+use signorini::limits::{self, Limits};
 use signorini::problem::io::{self, Format};
 use signorini::problem::{FrictionModel, System};
 use signorini::registry::Device;
 use signorini::report::convergence::{DEFAULT_SIZE, Series, write_convergence_plot};
-use signorini::solver::{Criterion, Report, Runner, Settings, Solver};
+use signorini::solver::{Criterion, Report, Runner, Settings, Solver, Status};
 use signorini::{registry, sim};
 
 /// Cone complementarity solvers for non-smooth multibody dynamics.
@@ -56,6 +57,9 @@ struct SolveOptions {
     /// no GPU adapter exists).
     #[arg(long, default_value = "cpu")]
     device: Device,
+    /// Memory limit of the prepared problem (`512M`, `8GiB`; default half the machine's).
+    #[arg(long, value_parser = limits::parse_size)]
+    max_memory: Option<u64>,
 }
 
 /// The suites of `signorini bench`.
@@ -162,6 +166,14 @@ enum Command {
         /// no GPU adapter exists).
         #[arg(long, default_value = "cpu")]
         device: Device,
+        /// Exit with status 3 when a step missed the solver's tolerance (4 when one had no
+        /// usable answer); the summary counts them either way.
+        #[arg(long)]
+        require_convergence: bool,
+        /// Memory limit of the scene's bodies and contacts (`512M`, `8GiB`; default half the
+        /// machine's), checked before it is built.
+        #[arg(long, value_parser = limits::parse_size)]
+        max_memory: Option<u64>,
     },
     /// Convert a problem file: the extensions pick the formats (`.dat` and `.json`, `.bin`,
     /// `.hdf5` for FCLIB, which needs the `fclib` feature); FCLIB to FCLIB keeps the info,
@@ -195,14 +207,44 @@ enum Command {
     },
 }
 
+/// How a command ended, and its exit status: 0 done (every solve converged), 3 an answer
+/// that missed the tolerance, 4 no usable answer; 1 is an error, 2 a usage error (clap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Exit status 0.
+    Done,
+    /// Exit status 3: `max_iterations` or `stalled`.
+    Missed,
+    /// Exit status 4: `numerical_error`, `no_solution` or `infeasible`.
+    NoAnswer,
+}
+
+impl Outcome {
+    /// The outcome of a solve that ended with `status`.
+    fn of(status: Status) -> Self {
+        match status {
+            Status::Converged => Outcome::Done,
+            Status::MaxIterations | Status::Stalled => Outcome::Missed,
+            Status::NumericalError | Status::NoSolution | Status::Infeasible => Outcome::NoAnswer,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     match run(Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Outcome::Done) => ExitCode::SUCCESS,
+        Ok(Outcome::Missed) => ExitCode::from(3),
+        Ok(Outcome::NoAnswer) => ExitCode::from(4),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// The memory limit of `--max-memory`, or the default one.
+fn limits(max_memory: Option<u64>) -> Limits {
+    max_memory.map_or_else(Limits::default, |max_memory| Limits { max_memory })
 }
 
 /// The solver `name` on `device`; a CPU fallback's note goes to stderr.
@@ -220,7 +262,7 @@ fn parse_set(s: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("`{s}` is not KEY=VALUE"))
 }
 
-fn run(cli: Cli) -> signorini::Result<()> {
+fn run(cli: Cli) -> signorini::Result<Outcome> {
     match cli.command {
         Command::Bench {
             suite,
@@ -339,8 +381,13 @@ fn run(cli: Cli) -> signorini::Result<()> {
             dump_format,
             json_summary,
             device,
+            require_convergence,
+            max_memory,
         } => {
-            let mut scene = sim::scene::load(&scene, &sets)?;
+            let mut scene = sim::scene::load_within(&scene, &sets, &limits(max_memory))?;
+            for warning in &scene.warnings {
+                eprintln!("warning: {warning}");
+            }
             let solver = pick(solver.as_deref().unwrap_or(&scene.run.solver), device)?;
             let steps = steps.unwrap_or(scene.run.steps);
             let outputs = sim::run::Outputs {
@@ -371,6 +418,15 @@ fn run(cli: Cli) -> signorini::Result<()> {
             } else {
                 print_summary(&summary, &outputs.dir);
             }
+            if require_convergence {
+                return Ok(if summary.steps_without_answer > 0 {
+                    Outcome::NoAnswer
+                } else if summary.steps_not_converged > 0 {
+                    Outcome::Missed
+                } else {
+                    Outcome::Done
+                });
+            }
         }
         Command::Convert {
             input,
@@ -381,11 +437,13 @@ fn run(cli: Cli) -> signorini::Result<()> {
         Command::Solve { options, solver } => {
             let (sys, settings) = prepare(&options)?;
             let report = pick(&solver, options.device)?.solve(&sys, &settings)?;
+            let outcome = Outcome::of(report.status);
             if options.json {
                 println!("{}", report_json(&report));
             } else {
                 print_table(&sys, &[report]);
             }
+            return Ok(outcome);
         }
         Command::Check {
             options,
@@ -430,68 +488,37 @@ fn run(cli: Cli) -> signorini::Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(Outcome::Done)
 }
 
-/// `signorini convert`: reads, writes, and says what was written.
+/// `signorini convert`: reads, writes, and says what was written (the library refuses an
+/// output that is the input).
 fn convert(
     input: &std::path::Path,
     output: &std::path::Path,
     format: Option<Format>,
     to: Option<Format>,
 ) -> signorini::Result<()> {
-    let from = format.map_or_else(|| Format::detect(input), Ok)?;
-    let to = to.map_or_else(|| Format::detect(output), Ok)?;
-    let problem = convert_fclib_extras(input, output, from, to)?;
-    let problem = match problem {
-        Some(p) => p,
-        None => {
-            let p = io::read(input, Some(from))?;
-            io::write(&p, output, Some(to))?;
-            p
-        }
-    };
+    let done = io::convert(input, output, format, to)?;
+    if let Some(note) = &done.note {
+        eprintln!("note: {note}");
+    }
     println!(
         "{} -> {} ({} blocks, {} rows)",
         input.display(),
         output.display(),
-        problem.cones.len(),
-        problem.rows()
+        done.problem.cones.len(),
+        done.problem.rows()
     );
     Ok(())
 }
 
-/// FCLIB to FCLIB, keeping the info, solution and guesses; `None` for other pairs.
-#[cfg(feature = "fclib")]
-fn convert_fclib_extras(
-    input: &std::path::Path,
-    output: &std::path::Path,
-    from: Format,
-    to: Format,
-) -> signorini::Result<Option<signorini::problem::Problem>> {
-    if (from, to) != (Format::Fclib, Format::Fclib) {
-        return Ok(None);
-    }
-    let fp = io::fclib::read(input)?;
-    fp.problem.validate()?;
-    io::fclib::write(&fp, output)?;
-    Ok(Some(fp.problem))
-}
-
-/// Without the `fclib` feature, FCLIB files are refused by the readers.
-#[cfg(not(feature = "fclib"))]
-fn convert_fclib_extras(
-    _: &std::path::Path,
-    _: &std::path::Path,
-    _: Format,
-    _: Format,
-) -> signorini::Result<Option<signorini::problem::Problem>> {
-    Ok(None)
-}
-
 fn prepare(o: &SolveOptions) -> signorini::Result<(System, Settings)> {
-    let problem = io::read(&o.file, o.format)?;
-    let sys = System::new(&problem)?;
+    let read = io::read_detected(&o.file, o.format)?;
+    if let Some(note) = &read.note {
+        eprintln!("note: {note}");
+    }
+    let sys = System::with_limits(&read.problem, &limits(o.max_memory))?;
     let settings = Settings {
         friction: o.friction,
         criterion: o.criterion,
@@ -622,6 +649,7 @@ fn print_summary(s: &sim::run::Summary, dir: &std::path::Path) {
             format!("{:.1} mean, {} max", s.mean_iterations, s.max_iterations),
         ),
         ("residual (max)", format!("{:.3e}", s.max_residual)),
+        ("convergence", s.convergence_line()),
         ("penetration (max)", format!("{:.3e} m", s.max_penetration)),
         (
             "kinetic energy",
