@@ -13,11 +13,12 @@ use signorini::app::check::{self, Check};
 use signorini::app::report::frame::FrameOptions;
 use signorini::app::report::tables;
 use signorini::app::run::{Outputs, run as simulate};
+use signorini::limits::{self, Limits};
 use signorini::problem::FrictionModel;
 use signorini::problem::io::{self, Format};
 use signorini::registry::{self, Device};
 use signorini::render::{CameraSpec, ColorField};
-use signorini::solver::{Criterion, Runner, Settings, Solver};
+use signorini::solver::{Criterion, Runner, Settings, Solver, Status};
 use signorini::{gpu, sim};
 
 /// Cone complementarity solvers for non-smooth multibody dynamics.
@@ -60,6 +61,9 @@ struct SolveOptions {
     /// no GPU adapter exists).
     #[arg(long, default_value = "cpu")]
     device: Device,
+    /// Memory limit of the prepared problem (`512M`, `8GiB`; default half the machine's).
+    #[arg(long, value_parser = limits::parse_size)]
+    max_memory: Option<u64>,
 }
 
 #[derive(Subcommand)]
@@ -165,6 +169,14 @@ enum Command {
         /// no GPU adapter exists).
         #[arg(long, default_value = "cpu")]
         device: Device,
+        /// Exit with status 3 when a step missed the solver's tolerance (4 when one had no
+        /// usable answer); the summary counts them either way.
+        #[arg(long)]
+        require_convergence: bool,
+        /// Memory limit of the scene's bodies and contacts (`512M`, `8GiB`; default half the
+        /// machine's), checked before it is built.
+        #[arg(long, value_parser = limits::parse_size)]
+        max_memory: Option<u64>,
     },
     /// Convert a problem file: the extensions pick the formats (`.dat` and `.json`, `.bin`,
     /// `.hdf5` for FCLIB, which needs the `fclib` feature); FCLIB to FCLIB keeps the info,
@@ -198,9 +210,39 @@ enum Command {
     },
 }
 
+/// How a command ended, and its exit status: 0 done (every solve converged), 3 an answer
+/// that missed the tolerance, 4 no usable answer; 1 is an error, 2 a usage error (clap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Exit status 0.
+    Done,
+    /// Exit status 3: `max_iterations` or `stalled`.
+    Missed,
+    /// Exit status 4: `numerical_error`, `no_solution` or `infeasible`.
+    NoAnswer,
+}
+
+impl Outcome {
+    /// The outcome of a solve that ended with `status`.
+    fn of(status: Status) -> Self {
+        match status {
+            Status::Converged => Outcome::Done,
+            Status::MaxIterations | Status::Stalled => Outcome::Missed,
+            Status::NumericalError | Status::NoSolution | Status::Infeasible => Outcome::NoAnswer,
+        }
+    }
+}
+
+/// The memory limit of `--max-memory`, or the default one.
+fn limits(max_memory: Option<u64>) -> Limits {
+    max_memory.map_or_else(Limits::default, |max_memory| Limits { max_memory })
+}
+
 fn main() -> ExitCode {
     match dispatch(Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Outcome::Done) => ExitCode::SUCCESS,
+        Ok(Outcome::Missed) => ExitCode::from(3),
+        Ok(Outcome::NoAnswer) => ExitCode::from(4),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
@@ -229,6 +271,15 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
         .ok_or_else(|| format!("`{s}` is not WIDTHxHEIGHT (e.g. 960x600)"))
 }
 
+/// The problem of `solve` and `check`, its `.dat` kind note on stderr.
+fn load(o: &SolveOptions, settings: &Settings) -> signorini::Result<signorini::problem::System> {
+    let (sys, note) = check::load(&o.file, o.format, settings, &limits(o.max_memory))?;
+    if let Some(note) = note {
+        eprintln!("note: {note}");
+    }
+    Ok(sys)
+}
+
 /// The settings of `solve` and `check`.
 fn settings(o: &SolveOptions) -> Settings {
     Settings {
@@ -242,7 +293,7 @@ fn settings(o: &SolveOptions) -> Settings {
 }
 
 /// Runs the command and prints what it returns.
-fn dispatch(cli: Cli) -> signorini::Result<()> {
+fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
     match cli.command {
         Command::Bench {
             suite,
@@ -293,8 +344,13 @@ fn dispatch(cli: Cli) -> signorini::Result<()> {
             dump_format,
             json_summary,
             device,
+            require_convergence,
+            max_memory,
         } => {
-            let mut scene = sim::scene::load(&scene, &sets)?;
+            let mut scene = sim::scene::load_within(&scene, &sets, &limits(max_memory))?;
+            for warning in &scene.warnings {
+                eprintln!("warning: {warning}");
+            }
             let solver = pick(solver.as_deref().unwrap_or(&scene.run.solver), device)?;
             let steps = steps.unwrap_or(scene.run.steps);
             let outputs = Outputs {
@@ -332,6 +388,15 @@ fn dispatch(cli: Cli) -> signorini::Result<()> {
             } else {
                 print!("{}", tables::summary(&summary, &outputs.dir));
             }
+            if require_convergence {
+                return Ok(if summary.steps_without_answer > 0 {
+                    Outcome::NoAnswer
+                } else if summary.steps_not_converged > 0 {
+                    Outcome::Missed
+                } else {
+                    Outcome::Done
+                });
+            }
         }
         Command::Convert {
             input,
@@ -354,13 +419,15 @@ fn dispatch(cli: Cli) -> signorini::Result<()> {
         }
         Command::Solve { options, solver } => {
             let settings = settings(&options);
-            let sys = check::load(&options.file, options.format, &settings)?;
+            let sys = load(&options, &settings)?;
             let report = pick(&solver, options.device)?.solve(&sys, &settings)?;
+            let outcome = Outcome::of(report.status);
             if options.json {
                 println!("{}", tables::report_json(&report));
             } else {
                 print!("{}", tables::reports(&sys, &[report]));
             }
+            return Ok(outcome);
         }
         Command::Check {
             options,
@@ -369,7 +436,7 @@ fn dispatch(cli: Cli) -> signorini::Result<()> {
             trace,
         } => {
             let settings = settings(&options);
-            let sys = check::load(&options.file, options.format, &settings)?;
+            let sys = load(&options, &settings)?;
             let solvers = solvers
                 .iter()
                 .map(|name| pick(name, options.device))
@@ -398,5 +465,5 @@ fn dispatch(cli: Cli) -> signorini::Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(Outcome::Done)
 }

@@ -313,3 +313,104 @@ fn stale_partial_files_of_a_killed_writer_are_removed_by_the_next_write() {
         .collect();
     assert_eq!(names, ["p.bin"]);
 }
+
+fn cli(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_signorini"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn exit_codes_tell_whether_the_tolerance_was_met() {
+    let file = siconos("fc3d/FrictionContact3D_1c.dat");
+    let file = file.to_str().unwrap();
+    let solve = |extra: &[&str]| {
+        let mut args = vec!["solve", file, "--json"];
+        args.extend_from_slice(extra);
+        cli(&args).status.code()
+    };
+    assert_eq!(solve(&["--solver", "ip"]), Some(0));
+    assert_eq!(
+        solve(&["--solver", "pgs", "--max-iter", "1", "--tol", "1e-12"]),
+        Some(3)
+    );
+    assert_eq!(solve(&["--solver", "nope"]), Some(1));
+    assert_eq!(cli(&["solve"]).status.code(), Some(2));
+}
+
+#[test]
+fn simulate_reports_missed_steps_and_owns_its_folder() {
+    let scene = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenes/single_ball.toml");
+    let dir = fresh_dir("truth-simulate");
+    std::fs::write(dir.join("frame_9999.png"), b"old run").unwrap();
+    std::fs::write(dir.join("notes.txt"), b"not ours").unwrap();
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["simulate", scene.to_str().unwrap(), "--steps", "20"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(["--out".into(), dir.display().to_string()]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let strict = [
+        "--set",
+        "settings.max_iter=1",
+        "--set",
+        "settings.tol=1e-14",
+    ];
+    let run = |extra: &[&str]| {
+        let a = args(extra);
+        cli(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let out = run(&strict);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("tolerance 1e-14 (velocity): "), "{table}");
+    assert!(
+        table.contains("steps stopped at the iteration cap"),
+        "{table}"
+    );
+    assert!(!dir.join("frame_9999.png").exists() && dir.join("notes.txt").exists());
+    let csv = std::fs::read_to_string(dir.join("steps.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with(",status"));
+    assert!(
+        csv.lines().skip(1).any(|l| l.ends_with(",max_iterations")),
+        "{csv}"
+    );
+    let mut required = strict.to_vec();
+    required.extend(["--require-convergence", "--json-summary"]);
+    let out = run(&required);
+    assert_eq!(out.status.code(), Some(3));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        summary["steps_not_converged"].as_u64().unwrap() > 0,
+        "{summary}"
+    );
+    assert_eq!(summary["tolerance"], 1e-14);
+    // A run that fails before its first step leaves nothing behind.
+    let fresh = dir.join("never");
+    let a = [
+        "simulate",
+        scene.to_str().unwrap(),
+        "--steps",
+        "2",
+        "--dump-step",
+        "1",
+        "--dump-format",
+        "fclib",
+        "--out",
+        fresh.to_str().unwrap(),
+    ];
+    let out = cli(&a);
+    if !cfg!(feature = "fclib") {
+        assert_eq!(out.status.code(), Some(1));
+        assert!(!fresh.exists());
+    }
+}

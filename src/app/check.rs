@@ -5,16 +5,24 @@ use std::path::Path;
 
 use super::report::convergence::{DEFAULT_SIZE, Series, write_convergence_plot, write_traces};
 use crate::error::Result;
+use crate::limits::Limits;
 use crate::problem::System;
 use crate::problem::io::{self, Format};
 use crate::solver::{Report, Settings, Solver};
 
 /// The problem of `file` (in `format`, else detected from the name) as a prepared system,
 /// with `settings` checked against it.
-pub fn load(file: &Path, format: Option<Format>, settings: &Settings) -> Result<System> {
-    let sys = System::new(&io::read(file, format)?)?;
+/// A `.dat` file whose kind was taken from its content says so in the returned note.
+pub fn load(
+    file: &Path,
+    format: Option<Format>,
+    settings: &Settings,
+    limits: &Limits,
+) -> Result<(System, Option<String>)> {
+    let read = io::read_detected(file, format)?;
+    let sys = System::with_limits(&read.problem, limits)?;
     settings.validate(sys.rows())?;
-    Ok(sys)
+    Ok((sys, read.note))
 }
 
 /// The solves of `check`: one report per solver, in order.

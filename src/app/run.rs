@@ -1,7 +1,11 @@
 //! Running a scene: steps, per-step statistics to `steps.csv`, rendered snapshots (and their
-//! animation) and VTK frames, and the totals of the run.
+//! animation) and VTK frames, and the totals of the run, with how many steps met the solver's tolerance.
+//!
+//! The output folder is touched only once there is something to write: a run into a used
+//! folder first removes the previous run's files (`steps.csv`, frames, dumped problems), and
+//! a run that fails before its first step leaves nothing behind.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -12,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::problem::io::Format;
 use crate::sim::scene::Scene;
 use crate::sim::{Pose, Shape, StepStats};
-use crate::solver::Runner;
+use crate::solver::{Criterion, Runner, Status};
 
 /// What a run writes besides `steps.csv`.
 #[derive(Debug, Clone, Default)]
@@ -63,6 +67,21 @@ pub struct Summary {
     pub max_iterations: usize,
     /// Largest velocity residual of a step's answer, m/s.
     pub max_residual: f64,
+    /// The solver's tolerance, on `criterion`.
+    pub tolerance: f64,
+    /// The residual the tolerance applies to.
+    pub criterion: Criterion,
+    /// Steps whose solve did not meet the tolerance (every status but `converged`).
+    pub steps_not_converged: usize,
+    /// Of those, steps stopped at the iteration cap (`max_iterations`).
+    pub steps_at_cap: usize,
+    /// Of those, steps whose residual stopped improving (`stalled`).
+    pub steps_stalled: usize,
+    /// Of those, steps without a usable answer (`numerical_error`, `no_solution`,
+    /// `infeasible`).
+    pub steps_without_answer: usize,
+    /// Largest value of the criterion's residual among the steps that missed the tolerance.
+    pub worst_missed_residual: f64,
     /// Largest penetration seen, m.
     pub max_penetration: f64,
     /// Kinetic energy at the end, J.
@@ -81,6 +100,106 @@ pub struct Summary {
     pub snapshots: usize,
 }
 
+impl Summary {
+    /// Counts the status of one step.
+    fn count(&mut self, status: Status, residual: f64) {
+        if status == Status::Converged {
+            return;
+        }
+        self.steps_not_converged += 1;
+        self.worst_missed_residual = self.worst_missed_residual.max(residual);
+        match status {
+            Status::MaxIterations => self.steps_at_cap += 1,
+            Status::Stalled => self.steps_stalled += 1,
+            _ => self.steps_without_answer += 1,
+        }
+    }
+
+    /// The convergence line of the summary: `tolerance 1e-3 (velocity): 98 of 100 steps
+    /// stopped at the iteration cap, worst residual 7.6e-2`.
+    pub fn convergence_line(&self) -> String {
+        let criterion = match self.criterion {
+            Criterion::Relative => "relative",
+            Criterion::Velocity => "velocity",
+        };
+        let head = format!("tolerance {:e} ({criterion})", self.tolerance);
+        if self.steps_not_converged == 0 {
+            return format!("{head}: all {} steps converged", self.steps);
+        }
+        let n = self.steps;
+        let parts: Vec<String> = [
+            (self.steps_at_cap, "stopped at the iteration cap"),
+            (self.steps_stalled, "stalled"),
+            (self.steps_without_answer, "gave no usable answer"),
+        ]
+        .iter()
+        .filter(|(k, _)| *k > 0)
+        .map(|(k, what)| format!("{k} of {n} steps {what}"))
+        .collect();
+        format!(
+            "{head}: {}, worst residual {:.1e}",
+            parts.join(", "),
+            self.worst_missed_residual
+        )
+    }
+}
+
+/// The files a run writes into its folder: what a new run removes first.
+fn is_run_output(name: &str) -> bool {
+    name == "steps.csv"
+        || name == "frames.pvd"
+        || ((name.starts_with("frame_") || name.starts_with("problem_"))
+            && [".png", ".vtk", ".json", ".bin", ".hdf5"]
+                .iter()
+                .any(|ext| name.ends_with(ext)))
+}
+
+/// The output folder of a run, prepared at its first write.
+struct Folder {
+    dir: PathBuf,
+    /// Whether this run created the folder.
+    created: bool,
+    prepared: bool,
+}
+
+impl Folder {
+    /// Creates the folder, or removes the previous run's files from it, once.
+    fn prepare(&mut self) -> Result<&Path> {
+        if !self.prepared {
+            let io = |source| Error::Io {
+                path: self.dir.clone(),
+                source,
+            };
+            self.created = !self.dir.exists();
+            std::fs::create_dir_all(&self.dir).map_err(io)?;
+            for entry in std::fs::read_dir(&self.dir).map_err(io)? {
+                let entry = entry.map_err(io)?;
+                if entry.file_name().to_str().is_some_and(is_run_output) {
+                    std::fs::remove_file(entry.path()).map_err(io)?;
+                }
+            }
+            self.prepared = true;
+        }
+        Ok(&self.dir)
+    }
+
+    /// After a failure before the first step: removes what this run wrote.
+    fn clean_up(&self) {
+        if !self.prepared {
+            return;
+        }
+        if self.created {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        } else if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for entry in entries.flatten() {
+                if entry.file_name().to_str().is_some_and(is_run_output) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+    }
+}
+
 /// The view of a world's bodies for the writers.
 fn view<'a>(shapes: &'a [Shape], poses: &'a [Pose], speeds: &'a [f64]) -> SceneView<'a> {
     SceneView {
@@ -91,14 +210,46 @@ fn view<'a>(shapes: &'a [Shape], poses: &'a [Pose], speeds: &'a [f64]) -> SceneV
 }
 
 /// Runs `steps` steps of `scene` with `solver` (one session for the whole run), writing the
-/// outputs; `on_step` sees each step's statistics (a progress bar, a test).
+/// outputs; `on_step` sees each step's statistics (a progress bar, a test). A run that fails
+/// before its first step is complete leaves nothing in the output folder.
 pub fn run(
     scene: &mut Scene,
     solver: &mut Runner,
     steps: usize,
     outputs: &Outputs,
-    mut on_step: impl FnMut(&StepStats),
+    on_step: impl FnMut(&StepStats),
 ) -> Result<Summary> {
+    let mut folder = Folder {
+        dir: outputs.dir.clone(),
+        created: false,
+        prepared: false,
+    };
+    let mut summary = Summary::default();
+    let result = steps_of(
+        scene,
+        solver,
+        steps,
+        outputs,
+        &mut folder,
+        &mut summary,
+        on_step,
+    );
+    if result.is_err() && summary.steps == 0 {
+        folder.clean_up();
+    }
+    result.map(|()| summary)
+}
+
+/// The loop of [`run`], filling `summary` as the steps are taken.
+fn steps_of(
+    scene: &mut Scene,
+    solver: &mut Runner,
+    steps: usize,
+    outputs: &Outputs,
+    folder: &mut Folder,
+    summary: &mut Summary,
+    mut on_step: impl FnMut(&StepStats),
+) -> Result<()> {
     let start = Instant::now();
     if outputs.snapshot_every == 0 && outputs.frames.animation.is_some() {
         return Err(Error::InvalidSetting {
@@ -107,18 +258,16 @@ pub fn run(
             message: "an animation is made of the snapshots: set --snapshot-every".into(),
         });
     }
-    std::fs::create_dir_all(&outputs.dir).map_err(|source| Error::Io {
-        path: outputs.dir.clone(),
-        source,
-    })?;
-    let mut csv = StepsCsv::create(&outputs.dir.join("steps.csv"))?;
     let world = &mut scene.world;
-    let mut summary = Summary {
+    *summary = Summary {
         scene: scene.name.clone(),
         solver: solver.name().to_string(),
         bodies: world.bodies.len(),
+        tolerance: world.settings.tol,
+        criterion: world.settings.criterion,
         ..Summary::default()
     };
+    let mut csv: Option<StepsCsv> = None;
     let shapes: Vec<_> = world.bodies.iter().map(|b| b.shape).collect();
     let opened = (outputs.snapshot_every > 0)
         .then(|| {
@@ -141,13 +290,18 @@ pub fn run(
         if outputs.dumps(k) {
             let problem = world.problem().problem;
             let ext = outputs.dump_format.extension();
-            let path = outputs.dir.join(format!("problem_{k:04}.{ext}"));
+            let path = folder.prepare()?.join(format!("problem_{k:04}.{ext}"));
             crate::problem::io::write(&problem, &path, Some(outputs.dump_format))?;
         }
-        let stats = world.step(solver)?;
+        let (stats, report) = world.step_with_report(solver)?;
         let out_start = Instant::now();
+        let csv = match &mut csv {
+            Some(csv) => csv,
+            None => csv.insert(StepsCsv::create(&folder.prepare()?.join("steps.csv"))?),
+        };
         csv.write(&stats)?;
         summary.steps = stats.step;
+        summary.count(stats.status, world.settings.criterion.of(&report.residual));
         summary.max_contacts = summary.max_contacts.max(stats.contacts);
         summary.bilateral_rows = stats.bilateral_rows;
         total_iterations += stats.iterations;
@@ -163,12 +317,12 @@ pub fn run(
             .filter(|_| stats.step % outputs.snapshot_every == 0)
         {
             let name = format!("frame_{:04}", stats.step);
-            shots.write(world, &outputs.dir.join(format!("{name}.png")))?;
+            shots.write(world, &folder.prepare()?.join(format!("{name}.png")))?;
             if outputs.vtk {
                 let poses: Vec<_> = world.bodies.iter().map(|b| b.pose).collect();
                 let speeds: Vec<f64> = world.bodies.iter().map(|b| b.velocity.norm()).collect();
                 let v = view(&shapes, &poses, &speeds);
-                write_vtk(&outputs.dir.join(format!("{name}.vtk")), &v)?;
+                write_vtk(&folder.prepare()?.join(format!("{name}.vtk")), &v)?;
                 frames.push((stats.time, format!("{name}.vtk")));
             }
             summary.snapshots += 1;
@@ -176,15 +330,17 @@ pub fn run(
         summary.output_s += out_start.elapsed().as_secs_f64();
         on_step(&stats);
     }
-    csv.finish()?;
+    if let Some(csv) = csv {
+        csv.finish()?;
+    }
     if let Some(shots) = snapshots {
         shots.finish()?;
     }
     if outputs.vtk {
-        write_pvd(&outputs.dir.join("frames.pvd"), &frames)?;
+        write_pvd(&folder.prepare()?.join("frames.pvd"), &frames)?;
     }
     summary.simulated_time = world.time;
     summary.mean_iterations = total_iterations as f64 / summary.steps.max(1) as f64;
     summary.wall_s = start.elapsed().as_secs_f64();
-    Ok(summary)
+    Ok(())
 }

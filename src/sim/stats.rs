@@ -2,8 +2,10 @@
 
 use serde::Serialize;
 
+use crate::solver::Status;
+
 /// What happened during one time step.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct StepStats {
     /// Index of the step, from 0.
     pub step: usize,
@@ -30,4 +32,6 @@ pub struct StepStats {
     pub assembly_s: f64,
     /// Wall-clock time of the solver, s.
     pub solve_s: f64,
+    /// How the step's solve ended (`converged`, `max_iterations`, ...).
+    pub status: Status,
 }

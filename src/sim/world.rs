@@ -401,6 +401,7 @@ impl World {
             collision_s,
             assembly_s,
             solve_s,
+            status: report.status,
         };
         Ok((stats, report))
     }

@@ -1,7 +1,8 @@
 //! The per-step statistics of a simulation, streamed to a CSV file (`steps.csv`).
 //!
-//! One header line, then one line per step; floating-point numbers are written with Rust's
-//! shortest round-trip formatting, so `str::parse::<f64>` gives back the exact value.
+//! One header line, then one line per step, flushed as it is written (a killed run keeps the
+//! steps it took); floating-point numbers are written with Rust's shortest round-trip
+//! formatting, so `str::parse::<f64>` gives back the exact value.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -13,12 +14,12 @@ use crate::sim::StepStats;
 /// The header line of the CSV file (without the line break), in the order of the fields of
 /// [`StepStats`].
 pub const HEADER: &str = "step,time,bodies,contacts,bilateral_rows,iterations,residual,\
-                          max_penetration,kinetic_energy,collision_s,assembly_s,solve_s";
+                          max_penetration,kinetic_energy,collision_s,assembly_s,solve_s,status";
 
 /// The CSV line of `s` (without the line break), columns as in [`HEADER`].
 fn csv_line(s: &StepStats) -> String {
     format!(
-        "{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{}",
         s.step,
         s.time,
         s.bodies,
@@ -30,7 +31,8 @@ fn csv_line(s: &StepStats) -> String {
         s.kinetic_energy,
         s.collision_s,
         s.assembly_s,
-        s.solve_s
+        s.solve_s,
+        s.status
     )
 }
 
@@ -55,9 +57,13 @@ impl StepsCsv {
         Ok(csv)
     }
 
-    /// Appends the line of one step.
+    /// Appends the line of one step and flushes it to the file.
     pub fn write(&mut self, s: &StepStats) -> Result<()> {
-        self.write_line(&csv_line(s))
+        self.write_line(&csv_line(s))?;
+        self.out.flush().map_err(|source| Error::Io {
+            path: self.path.clone(),
+            source,
+        })
     }
 
     /// Flushes the buffer and syncs the file to disk; errors that dropping would hide show here.
@@ -83,6 +89,7 @@ impl StepsCsv {
 mod tests {
     use super::*;
     use crate::app::report::tests::temp_dir;
+    use crate::solver::Status;
 
     fn stats(step: usize) -> StepStats {
         let k = step as f64;
@@ -99,13 +106,14 @@ mod tests {
             collision_s: 2.5e-5,
             assembly_s: 1.0 / 3.0 + k,
             solve_s: 0.1 + 0.2 + k,
+            status: [Status::Converged, Status::MaxIterations, Status::Stalled][step % 3],
         }
     }
 
     /// Parses one CSV line back into statistics.
     fn parse(line: &str) -> StepStats {
         let f: Vec<&str> = line.split(',').collect();
-        assert_eq!(f.len(), 12, "{line}");
+        assert_eq!(f.len(), 13, "{line}");
         let int = |i: usize| f[i].parse::<usize>().unwrap();
         let real = |i: usize| f[i].parse::<f64>().unwrap();
         StepStats {
@@ -121,6 +129,7 @@ mod tests {
             collision_s: real(9),
             assembly_s: real(10),
             solve_s: real(11),
+            status: serde_json::from_str(&format!("\"{}\"", f[12])).unwrap(),
         }
     }
 
@@ -140,7 +149,7 @@ mod tests {
             lines.next(),
             Some(
                 "step,time,bodies,contacts,bilateral_rows,iterations,residual,max_penetration,\
-                 kinetic_energy,collision_s,assembly_s,solve_s"
+                 kinetic_energy,collision_s,assembly_s,solve_s,status"
             )
         );
         let back: Vec<StepStats> = lines.map(parse).collect();
@@ -148,8 +157,19 @@ mod tests {
     }
 
     #[test]
+    fn each_row_is_on_disk_once_written() {
+        let path = temp_dir("steps-csv-flush").join("steps.csv");
+        let mut csv = StepsCsv::create(&path).unwrap();
+        csv.write(&stats(0)).unwrap();
+        // Not finished (a killed run): the row is in the file already.
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().nth(1), Some(csv_line(&stats(0)).as_str()));
+        csv.finish().unwrap();
+    }
+
+    #[test]
     fn header_names_the_fields_in_order() {
-        let json = serde_json::to_string(&StepStats::default()).unwrap();
+        let json = serde_json::to_string(&stats(0)).unwrap();
         let names: Vec<&str> = json
             .trim_matches(['{', '}'])
             .split(',')

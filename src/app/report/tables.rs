@@ -80,6 +80,7 @@ pub fn summary(s: &Summary, dir: &Path) -> String {
             format!("{:.1} mean, {} max", s.mean_iterations, s.max_iterations),
         ),
         ("residual (max)", format!("{:.3e}", s.max_residual)),
+        ("convergence", s.convergence_line()),
         ("penetration (max)", format!("{:.3e} m", s.max_penetration)),
         (
             "kinetic energy",
