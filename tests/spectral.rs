@@ -128,10 +128,15 @@ fn spg_and_apgd_agree_with_pgs_on_scene_problems() {
                 r.solver
             );
         }
-        assert!(
-            products(&reports[2]) < products(&reports[0]),
-            "{file}: apgd vs pgs"
-        );
+        // The README's claim (docs/CONVERGENCE.md): SPG and APGD need fewer products than
+        // PGS, on every one of these problems.
+        for fast in &reports[1..] {
+            assert!(
+                products(fast) < products(&reports[0]),
+                "{file}: {} vs pgs",
+                fast.solver
+            );
+        }
     }
 }
 
