@@ -12,11 +12,11 @@ use common::Rng;
 use common::gpu::{context, random_cone, random_problem};
 
 use signorini::gpu::kernels::{self, Access, Binding, Data, Domain, Kernel};
+use signorini::gpu::step::{GpuBody, GpuContact, GpuPlane, MirrorExec, Span, StepParams};
 use signorini::gpu::{
     ApgdState, Apply, GpuBlock, GpuLink, MAX_GLL, Monitor, Params, Partial, ProblemData, Reduce,
     SLOT_A, SLOT_B, SLOT_C, SLOT_RESIDUAL, SLOTS, SpgConfig, SpgState, dispatch_once,
 };
-use signorini::gpu::step::{GpuBody, GpuContact, GpuPlane, MirrorExec, Span, StepParams};
 use signorini::problem::{Assembled, Cone, CsrMatrix, FrictionModel, Operator, Problem, System};
 use signorini::sim::Resident;
 use signorini::solver::Settings;
@@ -67,9 +67,7 @@ fn words(data: Data) -> (usize, &'static [usize]) {
         Data::SpgState => (8 + MAX_GLL, &[2, 3, 4, 5, 6, 7]),
         // lipschitz, step, theta, beta; accepted, padding.
         Data::ApgdState => (8, &[4, 5, 6, 7]),
-        Data::LinksPtr | Data::Indptr | Data::Indices | Data::Words | Data::Scattered => {
-            (1, &[0])
-        }
+        Data::LinksPtr | Data::Indptr | Data::Indices | Data::Words | Data::Scattered => (1, &[0]),
         // kind, dim, row, jac, body0, body1; mu, eta.
         Data::Blocks => (8, &[0, 1, 2, 3, 4, 5]),
         Data::Links | Data::Cells => (4, &[0, 1, 2, 3]),
@@ -473,7 +471,10 @@ fn every_kernel_matches_its_cpu_mirror() {
                 let (g, c) = if binding.data == Data::Scattered {
                     let starts = kernel.bindings.iter().position(|b| b.name == "starts");
                     let starts = contents[starts.expect("a scatter binds `starts`")];
-                    (ordered_segments(&gpu[i], starts), ordered_segments(&cpu[i], starts))
+                    (
+                        ordered_segments(&gpu[i], starts),
+                        ordered_segments(&cpu[i], starts),
+                    )
                 } else {
                     (gpu[i].clone(), cpu[i].clone())
                 };

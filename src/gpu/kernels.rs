@@ -394,6 +394,11 @@ pub const STEP_SOLVER_PARAMS: Kernel = kernel!(step step_solver_params, false, S
 pub const STEP_INTEGRATE: Kernel = kernel!(step step_integrate, false, Items, [
     params: Uniform (StepParams), offsets: Read [Words], w: Read [BodyComponents],
     bodies: Write [Spheres]]);
+/// Keeps the step's contacts and impulses for the next warm start (not an overflowed step's).
+pub const STEP_KEEP: Kernel = kernel!(step step_keep, false, Items, [
+    params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
+    gamma: Read [Rows], prev_offsets: Write [Words], prev_contacts: Write [Contacts],
+    prev_gamma: Write [Rows]]);
 /// Per-step statistics and the NaN flag (workgroup partials).
 pub const STEP_STATS: Kernel = kernel!(step step_stats, true, Items, [
     params: Uniform (StepParams), offsets: Read [Words], bodies: Read [Spheres],
@@ -432,6 +437,7 @@ pub const ALL: &[Kernel] = &[
     STEP_LINKS,
     STEP_SOLVER_PARAMS,
     STEP_INTEGRATE,
+    STEP_KEEP,
     STEP_STATS,
 ];
 

@@ -37,16 +37,18 @@ pub fn unqualified(world: &World) -> Option<String> {
     if !world.bodies.iter().any(RigidBody::is_dynamic) {
         return Some("the scene has no dynamic sphere".into());
     }
-    world.bodies.iter().enumerate().find_map(|(k, b)| {
-        match (b.shape, b.is_dynamic()) {
+    world
+        .bodies
+        .iter()
+        .enumerate()
+        .find_map(|(k, b)| match (b.shape, b.is_dynamic()) {
             (Shape::Sphere { .. }, true) | (Shape::Plane, false) => None,
             (shape, true) => Some(format!("body {k} is a dynamic {}", shape_name(&shape))),
             (shape, false) => Some(format!(
                 "body {k} is a fixed or kinematic {}",
                 shape_name(&shape)
             )),
-        }
-    })
+        })
 }
 
 fn shape_name(shape: &Shape) -> &'static str {

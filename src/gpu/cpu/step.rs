@@ -434,6 +434,28 @@ pub fn step_link_keys(p: &StepParams, offsets: &[u32], contacts: &[GpuContact], 
     }
 }
 
+/// `step_keep.wgsl`.
+pub fn step_keep(
+    p: &StepParams,
+    offsets: &[u32],
+    contacts: &[GpuContact],
+    gamma: &[f32],
+    prev_offsets: &mut [u32],
+    prev_contacts: &mut [GpuContact],
+    prev_gamma: &mut [f32],
+) {
+    let n = p.n_bodies as usize;
+    let count = offsets[n];
+    if count > p.capacity {
+        return;
+    }
+    let count = count as usize;
+    prev_offsets[..=n].copy_from_slice(&offsets[..=n]);
+    prev_contacts[..count].copy_from_slice(&contacts[..count]);
+    let rows = p.dim as usize * count;
+    prev_gamma[..rows].copy_from_slice(&gamma[..rows]);
+}
+
 /// `step_links.wgsl`.
 pub fn step_links(p: &StepParams, starts: &[u32], sorted: &[u32], links: &mut [GpuLink]) {
     let dim = p.dim;

@@ -178,8 +178,7 @@ impl Executor for DeviceExec {
         let staging = self
             .staging
             .get_or_insert_with(|| Staging::new(device, offset + bytes - start));
-        let mut encoder =
-            device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
         let source = &self.buffers[buf.0];
         staging.copy_from(device, &mut encoder, source, start, offset + bytes - start)?;
         self.ctx.queue.submit([encoder.finish()]);
@@ -272,8 +271,10 @@ impl Executor for MirrorExec {
                     buffers,
                     items,
                 } => {
-                    let contents: Vec<&[u8]> =
-                        buffers.iter().map(|b| self.buffers[b.0].as_slice()).collect();
+                    let contents: Vec<&[u8]> = buffers
+                        .iter()
+                        .map(|b| self.buffers[b.0].as_slice())
+                        .collect();
                     let out = kernel.mirror_once(&contents)?;
                     let seen = self.trace.iter().filter(|d| d.kernel.name == kernel.name);
                     if seen.count() < self.per_kernel {

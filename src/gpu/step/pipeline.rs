@@ -120,8 +120,7 @@ impl<E: Executor> StepPipeline<E> {
     /// Writes the planes of the coming step.
     pub fn set_planes(&mut self, planes: &[GpuPlane]) {
         let planes_buf = self.schedule.named.planes;
-        self.exec
-            .write(planes_buf, 0, bytemuck::cast_slice(planes));
+        self.exec.write(planes_buf, 0, bytemuck::cast_slice(planes));
     }
 
     /// Runs detection, assembly and the warm start at the current state without advancing
@@ -198,22 +197,37 @@ impl<E: Executor> StepPipeline<E> {
             .collect())
     }
 
-    /// A pipeline like this one with room for `capacity` contacts, from the current state
-    /// (the previous step's impulses are not carried over).
+    /// A pipeline like this one with room for `capacity` (at least the current) contacts,
+    /// from the current state and the last good step's contacts and impulses.
     pub fn with_capacity(mut self, capacity: u32) -> Result<Self> {
         let bodies = self.read_bodies()?;
+        let named = self.schedule.named;
+        let kept: Vec<Vec<u8>> = [named.prev_offsets, named.prev_contacts, named.prev_gamma]
+            .into_iter()
+            .map(|buf| self.exec.read(buf, 0, self.schedule.buffers[buf.0].bytes))
+            .collect::<Result<_>>()?;
         let params = StepParams {
             capacity,
             ..self.params
         };
-        Self::new(
+        let mut grown = Self::new(
             self.exec,
             params,
             &bodies,
             self.iterations,
             self.warm_start,
             self.limit,
-        )
+        )?;
+        // The last good step's contacts and impulses, for the warm start of the step taken
+        // again (into the grown buffers).
+        let new = grown.schedule.named;
+        for (buf, bytes) in [new.prev_offsets, new.prev_contacts, new.prev_gamma]
+            .into_iter()
+            .zip(kept)
+        {
+            grown.exec.write(buf, 0, &bytes);
+        }
+        Ok(grown)
     }
 
     fn read_vec<T: bytemuck::Pod>(

@@ -8,10 +8,10 @@ use super::data::{GpuBody, Span, StepParams};
 use crate::error::{Error, Result};
 use crate::gpu::data::{Apply, Monitor, Params, Partial, Reduce, SLOT_RESIDUAL};
 use crate::gpu::kernels::{
-    FACTORED_BODIES, FACTORED_ROWS, JACOBI_STEP, Kernel, MEASURE, REDUCE, RESIDUAL,
-    STEP_CONTACT_ROWS, STEP_GRID, STEP_INTEGRATE, STEP_LINK_KEYS, STEP_LINKS, STEP_NARROW,
-    STEP_SCAN_ADD, STEP_SCAN_LOCAL, STEP_SCAN_TOTALS, STEP_SOLVER_PARAMS, STEP_SORT_COUNT,
-    STEP_SORT_SCATTER, STEP_SORT_SEGMENTS, STEP_STATS, STEP_WARM_START, MAX_WORKGROUPS, WORKGROUP,
+    FACTORED_BODIES, FACTORED_ROWS, JACOBI_STEP, Kernel, MAX_WORKGROUPS, MEASURE, REDUCE, RESIDUAL,
+    STEP_CONTACT_ROWS, STEP_GRID, STEP_INTEGRATE, STEP_KEEP, STEP_LINK_KEYS, STEP_LINKS,
+    STEP_NARROW, STEP_SCAN_ADD, STEP_SCAN_LOCAL, STEP_SCAN_TOTALS, STEP_SOLVER_PARAMS,
+    STEP_SORT_COUNT, STEP_SORT_SCATTER, STEP_SORT_SEGMENTS, STEP_STATS, STEP_WARM_START, WORKGROUP,
 };
 
 /// A buffer of a [`Schedule`], by its index.
@@ -99,6 +99,13 @@ pub struct Named {
     pub gamma: Buf,
     /// The ring of [`StatsSlot`]s.
     pub ring: Buf,
+    /// The last step's offsets, contacts and impulses, for the warm start (a step whose
+    /// contacts overflowed keeps the one before).
+    pub prev_offsets: Buf,
+    /// See [`Named::prev_offsets`].
+    pub prev_contacts: Buf,
+    /// See [`Named::prev_offsets`].
+    pub prev_gamma: Buf,
 }
 
 /// The buffers and operations of the time step of one scene.
@@ -123,7 +130,13 @@ struct Builder {
 }
 
 impl Builder {
-    fn add(&mut self, label: &'static str, bytes: u64, uniform: bool, init: Option<Vec<u8>>) -> Buf {
+    fn add(
+        &mut self,
+        label: &'static str,
+        bytes: u64,
+        uniform: bool,
+        init: Option<Vec<u8>>,
+    ) -> Buf {
         self.buffers.push(BufferSpec {
             label,
             bytes: bytes.max(16).next_multiple_of(16),
@@ -208,7 +221,11 @@ impl Builder {
             &[span, keys, starts, fill, sorted],
             items,
         ));
-        ops.push(dispatch(&STEP_SORT_SEGMENTS, &[span, starts, sorted], ordered));
+        ops.push(dispatch(
+            &STEP_SORT_SEGMENTS,
+            &[span, starts, sorted],
+            ordered,
+        ));
         Ok((ops, starts, sorted))
     }
 }
@@ -280,6 +297,9 @@ impl Schedule {
             r: b.storage("r", 4 * rows)?,
             gamma: b.storage("gamma0", 4 * rows)?,
             ring: b.storage("stats_ring", SLOT_BYTES * u64::from(ring))?,
+            prev_offsets: b.storage("prev_offsets", 4 * (n64 + 1))?,
+            prev_contacts: b.storage("prev_contacts", 32 * cap)?,
+            prev_gamma: b.storage("prev_gamma", 4 * rows)?,
         };
         let gamma = [named.gamma, b.storage("gamma1", 4 * rows)?];
         let cells = b.storage("cells", 16 * n64)?;
@@ -292,9 +312,6 @@ impl Schedule {
             "compliance",
             bytemuck::cast_slice(&vec![params.compliance; rows as usize]).to_vec(),
         )?;
-        let prev_offsets = b.storage("prev_offsets", 4 * (n64 + 1))?;
-        let prev_contacts = b.storage("prev_contacts", 32 * cap)?;
-        let prev_gamma = b.storage("prev_gamma", 4 * rows)?;
         let link_keys = b.storage("link_keys", 8 * cap)?;
         let links = b.storage("links", 16 * 2 * cap)?;
         let solver_storage = b.storage("solver_params", 32)?;
@@ -363,9 +380,9 @@ impl Schedule {
                     named.offsets,
                     named.contacts,
                     named.blocks,
-                    prev_offsets,
-                    prev_contacts,
-                    prev_gamma,
+                    named.prev_offsets,
+                    named.prev_contacts,
+                    named.prev_gamma,
                     gamma[0],
                 ],
                 capacity,
@@ -413,7 +430,17 @@ impl Schedule {
         let rows_of = |x: Buf| {
             dispatch(
                 &FACTORED_ROWS,
-                &[solver, apply, named.blocks, jac, w, named.r, compliance, x, u],
+                &[
+                    solver,
+                    apply,
+                    named.blocks,
+                    jac,
+                    w,
+                    named.r,
+                    compliance,
+                    x,
+                    u,
+                ],
                 capacity,
             )
         };
@@ -484,9 +511,19 @@ impl Schedule {
             to: 0,
             bytes: 4,
         });
-        solve.push(copy(named.offsets, prev_offsets, 4 * (n64 + 1)));
-        solve.push(copy(named.contacts, prev_contacts, 32 * cap));
-        solve.push(copy(last, prev_gamma, 4 * rows));
+        solve.push(dispatch(
+            &STEP_KEEP,
+            &[
+                step_params,
+                named.offsets,
+                named.contacts,
+                last,
+                named.prev_offsets,
+                named.prev_contacts,
+                named.prev_gamma,
+            ],
+            (n + 1).max(params.dim * capacity),
+        ));
 
         // Slot k of the ring: the statistics partial, the monitor, the count.
         let partial = std::mem::size_of::<Partial>() as u64;
