@@ -12,7 +12,7 @@ use common::Rng;
 use common::gpu::{context, random_cone, random_problem};
 
 use signorini::gpu::kernels::{self, Access, Binding, Data, Domain, Kernel};
-use signorini::gpu::step::{GpuBody, GpuContact, GpuPlane, MirrorExec, Span, StepParams};
+use signorini::gpu::step::{GpuBody, GpuContact, GpuPlane, MirrorExec, Span, StepGate, StepParams};
 use signorini::gpu::{
     ApgdState, Apply, GpuBlock, GpuLink, MAX_GLL, Monitor, Params, Partial, ProblemData, Reduce,
     SLOT_A, SLOT_B, SLOT_C, SLOT_RESIDUAL, SLOTS, SpgConfig, SpgState, dispatch_once,
@@ -70,7 +70,7 @@ fn words(data: Data) -> (usize, &'static [usize]) {
         Data::LinksPtr | Data::Indptr | Data::Indices | Data::Words | Data::Scattered => (1, &[0]),
         // kind, dim, row, jac, body0, body1; mu, eta.
         Data::Blocks => (8, &[0, 1, 2, 3, 4, 5]),
-        Data::Links | Data::Cells => (4, &[0, 1, 2, 3]),
+        Data::Links | Data::Cells | Data::StepGate => (4, &[0, 1, 2, 3]),
         // owner, other, padding; the normal and the gap.
         Data::Contacts => (8, &[0, 1, 2, 3]),
         // n_bodies, n_blocks, n_rows, coulomb; omega, r_norm; criterion, max_dim.
@@ -343,7 +343,8 @@ fn cases(binding: &Binding, d: &ProblemData, rng: &mut Rng) -> Option<Vec<Vec<u8
         | Data::Cells
         | Data::Words
         | Data::Scattered
-        | Data::SolverParams => None,
+        | Data::SolverParams
+        | Data::StepGate => None,
         // The operator's arrays, found by binding name in the problem's form.
         Data::LinksPtr
         | Data::Links
@@ -360,19 +361,24 @@ fn cases(binding: &Binding, d: &ProblemData, rng: &mut Rng) -> Option<Vec<Vec<u8
 }
 
 /// The dispatches the mirror executor ran while stepping `balls_in_box` (friction: 3-row
-/// blocks) and `shaker` (frictionless, moving walls) at 300 spheres for two steps of five
-/// Jacobi iterations (the second step warm-started), and `balls_in_box` with room for one
-/// contact per sphere (the overflowed step, then the grown room): the first three of each
-/// kernel, with their inputs.
+/// blocks) and `shaker` (frictionless, moving walls; a tolerance its first convergence test
+/// meets) at 300 spheres for two steps of 13 Jacobi iterations (the second step
+/// warm-started), and `balls_in_box` with room for one contact per sphere (the overflowed
+/// step, then the grown room): the first three of each kernel, with their inputs.
 fn traced() -> Vec<signorini::gpu::step::Dispatch> {
     let mut out = Vec::new();
-    for (name, room) in [("balls_in_box", 4), ("shaker", 4), ("balls_in_box", 1)] {
+    for (name, room, tol) in [
+        ("balls_in_box", 4, 1e-3),
+        ("shaker", 4, 1e3),
+        ("balls_in_box", 1, 1e-3),
+    ] {
         let path = format!("{}/scenes/{name}.toml", env!("CARGO_MANIFEST_DIR"));
         let sets = [("lattice.0.count".to_string(), "300".to_string())];
         let mut world = signorini::sim::scene::load(std::path::Path::new(&path), &sets)
             .unwrap()
             .world;
-        world.settings.max_iter = 5;
+        world.settings.max_iter = 13;
+        world.settings.tol = tol;
         let mut res = Resident::with_room(MirrorExec::tracing(3), &world, u64::MAX, room).unwrap();
         for _ in 0..2 {
             res.step().unwrap();
@@ -521,6 +527,7 @@ fn wgsl_type(data: Data) -> &'static str {
         Data::Contacts => "array<GpuContact>",
         Data::Cells => "array<vec4<i32>>",
         Data::SolverParams => "array<Params>",
+        Data::StepGate => "StepGate",
         Data::Links => "array<GpuLink>",
         Data::Partials | Data::Scalars => "array<Partial>",
     }
@@ -702,7 +709,15 @@ fn host_structs_match_the_shaders() {
         dim,
         compliance,
         coulomb,
-        omega
+        omega,
+        tol,
+        criterion,
+        max_iter
+    });
+    let gate = kernels::STEP_GATE.wgsl();
+    check!(gate: StepGate {
+        iterations,
+        converged
     });
     check!(step: Span { count, keys, mode });
     check!(step: GpuBody {

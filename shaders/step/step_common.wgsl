@@ -23,6 +23,21 @@ struct StepParams {
     coulomb: u32,
     // Relaxation of the projected Jacobi iterations.
     omega: f32,
+    // Tolerance of the solve on the residual `criterion` (0: relative, 1: velocity).
+    tol: f32,
+    criterion: u32,
+    // Iterations of a step at most.
+    max_iter: u32,
+    pad: u32,
+}
+
+// Where a step's iterations stand: the iterations done when they stopped (max_iter until
+// then) and whether they stopped on the tolerance.
+struct StepGate {
+    iterations: u32,
+    converged: u32,
+    pad0: u32,
+    pad1: u32,
 }
 
 // Sizes of a generic sort or scan dispatch, and the pass of the narrow phase.

@@ -17,6 +17,6 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
         count = 0u;
     }
     solver[0] = Params(
-        params.n_bodies, count, params.dim * count, params.coulomb, params.omega, 0.0, 1u,
-        params.dim);
+        params.n_bodies, count, params.dim * count, params.coulomb, params.omega, 0.0,
+        params.criterion, params.dim);
 }

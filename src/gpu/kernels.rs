@@ -102,6 +102,8 @@ pub enum Data {
     Scattered,
     /// [`super::Params`] written by a kernel (the solver's sizes of a GPU time step).
     SolverParams,
+    /// One [`super::step::StepGate`] (where a step's iterations stand).
+    StepGate,
 }
 
 /// One binding of group 0.
@@ -196,6 +198,9 @@ macro_rules! element {
     };
     (Span) => {
         super::step::Span
+    };
+    (StepGate) => {
+        super::step::StepGate
     };
     (Spheres) => {
         super::step::GpuBody
@@ -394,6 +399,10 @@ pub const STEP_SOLVER_PARAMS: Kernel = kernel!(step step_solver_params, false, S
 pub const STEP_INTEGRATE: Kernel = kernel!(step step_integrate, false, Items, [
     params: Uniform (StepParams), offsets: Read [Words], w: Read [BodyComponents],
     bodies: Write [Spheres]]);
+/// The convergence test of a step's iterations: stops their indirect dispatches.
+pub const STEP_GATE: Kernel = kernel!(step step_gate, false, Single, [
+    params: Uniform (StepParams), span: Uniform (Span), monitor: Read (Monitor),
+    gate: Write (StepGate), args: Write [Words]]);
 /// Keeps the step's contacts and impulses for the next warm start (not an overflowed step's).
 pub const STEP_KEEP: Kernel = kernel!(step step_keep, false, Items, [
     params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
@@ -436,6 +445,7 @@ pub const ALL: &[Kernel] = &[
     STEP_LINK_KEYS,
     STEP_LINKS,
     STEP_SOLVER_PARAMS,
+    STEP_GATE,
     STEP_INTEGRATE,
     STEP_KEEP,
     STEP_STATS,

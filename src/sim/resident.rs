@@ -119,6 +119,13 @@ pub fn step_params(world: &World, spheres: &[GpuBody], planes: u32, capacity: u3
         compliance: s.contact_compliance as f32,
         coulomb: u32::from(s.friction_model == FrictionModel::Coulomb),
         omega: s.omega.unwrap_or(Jacobi::DEFAULT_OMEGA) as f32,
+        tol: s.tol as f32,
+        criterion: match s.criterion {
+            Criterion::Relative => 0,
+            Criterion::Velocity => 1,
+        },
+        max_iter: u32::try_from(s.max_iter).unwrap_or(u32::MAX),
+        pad: 0,
     }
 }
 
@@ -142,7 +149,6 @@ pub struct Resident<E: Executor = DeviceExec> {
     /// Host time outside the waits on the device, s.
     host_s: f64,
     dt: f64,
-    iterations: usize,
     tol: f64,
     criterion: Criterion,
     bodies: usize,
@@ -196,7 +202,7 @@ impl<E: Executor> Resident<E> {
         let capacity = per_sphere.max(1) * n as u32;
         let params = step_params(world, &gpu, planes.len() as u32, capacity);
         let s = &world.settings;
-        let pipeline = StepPipeline::new(exec, params, &gpu, s.max_iter, s.warm_start, limit)?;
+        let pipeline = StepPipeline::new(exec, params, &gpu, s.warm_start, limit)?;
         Ok(Resident {
             pipeline: Some(pipeline),
             spheres,
@@ -207,7 +213,6 @@ impl<E: Executor> Resident<E> {
             since: Instant::now(),
             host_s: 0.0,
             dt: s.dt,
-            iterations: s.max_iter,
             tol: s.tol,
             criterion: s.criterion,
             bodies: world.bodies.len(),
@@ -327,7 +332,7 @@ impl<E: Executor> Resident<E> {
             bodies: self.bodies,
             contacts: s.contacts,
             bilateral_rows: 0,
-            iterations: self.iterations,
+            iterations: s.iterations,
             residual: s.velocity_residual,
             max_penetration: s.max_penetration,
             kinetic_energy: s.kinetic_energy,

@@ -3,8 +3,8 @@
 
 use super::{project, workgroup_tree};
 use crate::gpu::kernels::WORKGROUP;
-use crate::gpu::step::{GpuBody, GpuContact, GpuPlane, Span, StepParams};
-use crate::gpu::{CONE_COULOMB, CONE_UNILATERAL, GpuBlock, GpuLink, Params, Partial};
+use crate::gpu::step::{GpuBody, GpuContact, GpuPlane, Span, StepGate, StepParams};
+use crate::gpu::{CONE_COULOMB, CONE_UNILATERAL, GpuBlock, GpuLink, Monitor, Params, Partial};
 
 const WG: usize = WORKGROUP as usize;
 
@@ -434,6 +434,27 @@ pub fn step_link_keys(p: &StepParams, offsets: &[u32], contacts: &[GpuContact], 
     }
 }
 
+/// `step_gate.wgsl`: at the check before iteration `span.count`, stops the iterations (their
+/// indirect dispatches get no workgroups) when the monitor's residual meets the tolerance.
+pub fn step_gate(
+    p: &StepParams,
+    span: &Span,
+    monitor: &Monitor,
+    gate: &mut StepGate,
+    args: &mut [u32],
+) {
+    if gate.converged == 1 {
+        return;
+    }
+    if monitor.value <= p.tol {
+        gate.converged = 1;
+        gate.iterations = span.count;
+        for a in args.iter_mut().step_by(3).take(3) {
+            *a = 0;
+        }
+    }
+}
+
 /// `step_keep.wgsl`.
 pub fn step_keep(
     p: &StepParams,
@@ -579,7 +600,7 @@ pub fn step_solver_params(p: &StepParams, offsets: &[u32], solver: &mut [Params]
         coulomb: p.coulomb,
         omega: p.omega,
         r_norm: 0.0,
-        criterion: 1,
+        criterion: p.criterion,
         max_dim: p.dim,
     };
 }

@@ -33,6 +33,26 @@ pub struct StepParams {
     pub coulomb: u32,
     /// Relaxation `ω` of the projected Jacobi iterations.
     pub omega: f32,
+    /// Tolerance of the solve on the residual `criterion`.
+    pub tol: f32,
+    /// 0: the relative residual, 1: the velocity residual (as [`crate::gpu::Params`]).
+    pub criterion: u32,
+    /// Iterations of a step at most.
+    pub max_iter: u32,
+    /// Padding to 16 bytes.
+    pub pad: u32,
+}
+
+/// Where a step's iterations stand. Keep in sync with `struct StepGate`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Pod, Zeroable)]
+pub struct StepGate {
+    /// Iterations done when they stopped (`max_iter` until then).
+    pub iterations: u32,
+    /// 1 when they stopped on the tolerance.
+    pub converged: u32,
+    /// Padding to 16 bytes.
+    pub pad: [u32; 2],
 }
 
 /// The sizes of a generic sort or scan dispatch, and the pass of the narrow phase. Keep in

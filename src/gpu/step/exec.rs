@@ -42,6 +42,27 @@ enum DeviceOp {
     Pass(Vec<Step>),
 }
 
+/// Whether two dispatches are the same kernel on the same buffers and arguments.
+fn same(a: &Op, b: &Op) -> bool {
+    match (a, b) {
+        (
+            Op::Dispatch {
+                kernel: k1,
+                buffers: b1,
+                items: i1,
+                gate: g1,
+            },
+            Op::Dispatch {
+                kernel: k2,
+                buffers: b2,
+                items: i2,
+                gate: g2,
+            },
+        ) => k1.name == k2.name && b1 == b2 && i1 == i2 && g1 == g2,
+        _ => false,
+    }
+}
+
 /// The device's executor: wgpu buffers and bind groups ([`Step`]s) made once, a command
 /// buffer per run, one staging buffer for reads.
 pub struct DeviceExec {
@@ -81,12 +102,11 @@ impl Executor for DeviceExec {
                 } else {
                     Access::Write
                 };
-                let buffer = create(
-                    &self.ctx.device,
-                    spec.label,
-                    spec.bytes,
-                    crate::gpu::engine::usage(access),
-                );
+                let mut usage = crate::gpu::engine::usage(access);
+                if spec.indirect {
+                    usage |= wgpu::BufferUsages::INDIRECT;
+                }
+                let buffer = create(&self.ctx.device, spec.label, spec.bytes, usage);
                 if let Some(init) = &spec.init {
                     self.ctx.queue.write_buffer(&buffer, 0, init);
                 }
@@ -98,6 +118,8 @@ impl Executor for DeviceExec {
 
     fn program(&mut self, ops: &[Op]) -> Result<DeviceProgram> {
         let mut out: Vec<DeviceOp> = Vec::new();
+        // The iterations repeat two dispatches' bindings: one bind group each.
+        let mut made: Vec<(&Op, Step)> = Vec::new();
         for op in ops {
             match op {
                 Op::Clear(b) => out.push(DeviceOp::Clear(b.0)),
@@ -118,10 +140,21 @@ impl Executor for DeviceExec {
                     kernel,
                     buffers,
                     items,
+                    gate,
                 } => {
-                    let bound: Vec<&wgpu::Buffer> =
-                        buffers.iter().map(|b| &self.buffers[b.0]).collect();
-                    let step = Step::new(&self.ctx, kernel, &bound, *items)?;
+                    let step = match made.iter().find(|(o, _)| same(o, op)) {
+                        Some((_, step)) => step.clone(),
+                        None => {
+                            let bound: Vec<&wgpu::Buffer> =
+                                buffers.iter().map(|b| &self.buffers[b.0]).collect();
+                            let mut step = Step::new(&self.ctx, kernel, &bound, *items)?;
+                            if let Some((args, offset)) = gate {
+                                step = step.indirect(&self.buffers[args.0], *offset);
+                            }
+                            made.push((op, step.clone()));
+                            step
+                        }
+                    };
                     match out.last_mut() {
                         Some(DeviceOp::Pass(steps)) => steps.push(step),
                         _ => out.push(DeviceOp::Pass(vec![step])),
@@ -270,7 +303,15 @@ impl Executor for MirrorExec {
                     kernel,
                     buffers,
                     items,
+                    gate,
                 } => {
+                    if let Some((args, offset)) = gate {
+                        // No workgroups: the iterations have stopped.
+                        let at = *offset as usize;
+                        if self.buffers[args.0][at..at + 4] == [0; 4] {
+                            continue;
+                        }
+                    }
                     let contents: Vec<&[u8]> = buffers
                         .iter()
                         .map(|b| self.buffers[b.0].as_slice())

@@ -32,7 +32,7 @@ mod exec;
 mod pipeline;
 mod schedule;
 
-pub use data::{GpuBody, GpuContact, GpuPlane, Span, StepParams};
+pub use data::{GpuBody, GpuContact, GpuPlane, Span, StepGate, StepParams};
 pub use exec::{DeviceExec, DeviceProgram, Dispatch, Executor, MirrorExec};
 pub use pipeline::{Assembly, GpuStepStats, RING, StageTimes, StepPipeline};
 pub use schedule::{Buf, BufferSpec, Named, Op, SLOT_BYTES, Schedule, StatsSlot};

@@ -33,6 +33,8 @@ pub struct GpuStepStats {
     pub relative_residual: f64,
     /// Whether the state holds an infinity or a NaN after the step.
     pub non_finite: bool,
+    /// Iterations run (fewer than `max_iter` when a check met the tolerance).
+    pub iterations: usize,
 }
 
 /// What [`StepPipeline::read_assembly`] reads back.
@@ -61,7 +63,6 @@ pub struct StageTimes {
 pub struct StepPipeline<E: Executor> {
     exec: E,
     params: StepParams,
-    iterations: usize,
     warm_start: bool,
     limit: u64,
     schedule: Schedule,
@@ -73,18 +74,17 @@ pub struct StepPipeline<E: Executor> {
 }
 
 impl<E: Executor> StepPipeline<E> {
-    /// The pipeline of `params` from the sphere state `bodies` on `exec`, with
-    /// `iterations` projected Jacobi iterations per step; `limit` is the storage binding
-    /// limit of the device (a buffer above it is refused, naming it).
+    /// The pipeline of `params` from the sphere state `bodies` on `exec` ([`Schedule::new`]);
+    /// `limit` is the storage binding limit of the device (a buffer above it is refused,
+    /// naming it).
     pub fn new(
         mut exec: E,
         params: StepParams,
         bodies: &[GpuBody],
-        iterations: usize,
         warm_start: bool,
         limit: u64,
     ) -> Result<Self> {
-        let schedule = Schedule::new(&params, bodies, iterations, warm_start, RING, limit)?;
+        let schedule = Schedule::new(&params, bodies, warm_start, RING, limit)?;
         exec.create(&schedule.buffers)?;
         let detect = exec.program(&schedule.detect)?;
         let solve = exec.program(&schedule.solve)?;
@@ -96,7 +96,6 @@ impl<E: Executor> StepPipeline<E> {
         Ok(StepPipeline {
             exec,
             params,
-            iterations,
             warm_start,
             limit,
             schedule,
@@ -192,6 +191,7 @@ impl<E: Executor> StepPipeline<E> {
                     velocity_residual: f64::from(slot.monitor.velocity),
                     relative_residual: f64::from(slot.monitor.relative),
                     non_finite: slot.stats.sums[2] > 0.0,
+                    iterations: slot.gate.iterations as usize,
                 }
             })
             .collect())
@@ -210,14 +210,7 @@ impl<E: Executor> StepPipeline<E> {
             capacity,
             ..self.params
         };
-        let mut grown = Self::new(
-            self.exec,
-            params,
-            &bodies,
-            self.iterations,
-            self.warm_start,
-            self.limit,
-        )?;
+        let mut grown = Self::new(self.exec, params, &bodies, self.warm_start, self.limit)?;
         // The last good step's contacts and impulses, for the warm start of the step taken
         // again (into the grown buffers).
         let new = grown.schedule.named;

@@ -4,15 +4,19 @@
 //! the kernels' mirrors (the `f32` reference of the whole step, and the recorded inputs of
 //! the kernels' parity test).
 
-use super::data::{GpuBody, Span, StepParams};
+use super::data::{GpuBody, Span, StepGate, StepParams};
 use crate::error::{Error, Result};
 use crate::gpu::data::{Apply, Monitor, Params, Partial, Reduce, SLOT_RESIDUAL};
 use crate::gpu::kernels::{
     FACTORED_BODIES, FACTORED_ROWS, JACOBI_STEP, Kernel, MAX_WORKGROUPS, MEASURE, REDUCE, RESIDUAL,
-    STEP_CONTACT_ROWS, STEP_GRID, STEP_INTEGRATE, STEP_KEEP, STEP_LINK_KEYS, STEP_LINKS,
+    STEP_CONTACT_ROWS, STEP_GATE, STEP_GRID, STEP_INTEGRATE, STEP_KEEP, STEP_LINK_KEYS, STEP_LINKS,
     STEP_NARROW, STEP_SCAN_ADD, STEP_SCAN_LOCAL, STEP_SCAN_TOTALS, STEP_SOLVER_PARAMS,
     STEP_SORT_COUNT, STEP_SORT_SCATTER, STEP_SORT_SEGMENTS, STEP_STATS, STEP_WARM_START, WORKGROUP,
 };
+
+/// Iterations between two convergence tests of a step's solve (counted back from its last
+/// iteration, so that a stop leaves the answer where the last iterate would be).
+pub const CHECK_EVERY: usize = 10;
 
 /// A buffer of a [`Schedule`], by its index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -29,6 +33,8 @@ pub struct BufferSpec {
     pub uniform: bool,
     /// Initial contents (zeros otherwise).
     pub init: Option<Vec<u8>>,
+    /// Read as the arguments of indirect dispatches.
+    pub indirect: bool,
 }
 
 /// One operation of a step.
@@ -37,7 +43,8 @@ pub enum Op {
     /// Zeroes a buffer.
     Clear(Buf),
     /// One dispatch of `kernel` over `items` invocations of its domain, `buffers` bound in
-    /// binding order.
+    /// binding order; with `gate`, its workgroup counts are read at run time from that
+    /// buffer at that byte offset (x, y, z: none when x is 0), `items` giving the most.
     Dispatch {
         /// The registered kernel.
         kernel: &'static Kernel,
@@ -45,6 +52,8 @@ pub enum Op {
         buffers: Vec<Buf>,
         /// Invocations.
         items: u32,
+        /// Indirect arguments: buffer and byte offset.
+        gate: Option<(Buf, u64)>,
     },
     /// Copies `bytes` bytes from `src` at `from` to `dst` at `to`.
     Copy {
@@ -75,6 +84,8 @@ pub struct StatsSlot {
     pub contacts: u32,
     /// Padding to 16 bytes.
     pub pad: [u32; 3],
+    /// Where the step's iterations stopped.
+    pub gate: StepGate,
 }
 
 /// Bytes of one [`StatsSlot`].
@@ -99,6 +110,8 @@ pub struct Named {
     pub gamma: Buf,
     /// The ring of [`StatsSlot`]s.
     pub ring: Buf,
+    /// Where the step's iterations stand ([`StepGate`]).
+    pub gate: Buf,
     /// The last step's offsets, contacts and impulses, for the warm start (a step whose
     /// contacts overflowed keeps the one before).
     pub prev_offsets: Buf,
@@ -142,6 +155,7 @@ impl Builder {
             bytes: bytes.max(16).next_multiple_of(16),
             uniform,
             init,
+            indirect: false,
         });
         Buf(self.buffers.len() - 1)
     }
@@ -231,11 +245,21 @@ impl Builder {
 }
 
 fn dispatch(kernel: &'static Kernel, buffers: &[Buf], items: u32) -> Op {
+    op(kernel, buffers, items, None)
+}
+
+/// [`dispatch`] through the indirect arguments at byte `offset` of `args`.
+fn gated(kernel: &'static Kernel, buffers: &[Buf], items: u32, args: Buf, offset: u64) -> Op {
+    op(kernel, buffers, items, Some((args, offset)))
+}
+
+fn op(kernel: &'static Kernel, buffers: &[Buf], items: u32, gate: Option<(Buf, u64)>) -> Op {
     debug_assert_eq!(buffers.len(), kernel.bindings.len(), "{}", kernel.name);
     Op::Dispatch {
         kernel,
         buffers: buffers.to_vec(),
         items,
+        gate,
     }
 }
 
@@ -250,19 +274,20 @@ fn copy(src: Buf, dst: Buf, bytes: u64) -> Op {
 }
 
 impl Schedule {
-    /// The schedule of `params` with the initial sphere state `bodies`: `iterations`
-    /// projected Jacobi iterations per step (warm-started from the previous step's impulses
-    /// by contact key when `warm_start`), then the residual of the answer, integration and
-    /// statistics, recorded into a ring of `ring` [`StatsSlot`]s. `limit` is the device's
-    /// `max_storage_buffer_binding_size`.
+    /// The schedule of `params` with the initial sphere state `bodies`: up to
+    /// `params.max_iter` projected Jacobi iterations per step (warm-started from the
+    /// previous step's impulses by contact key when `warm_start`), stopped on the GPU when a
+    /// check every [`CHECK_EVERY`] iterations meets the tolerance, then the residual of the
+    /// answer, integration and statistics, recorded into a ring of `ring` [`StatsSlot`]s.
+    /// `limit` is the device's `max_storage_buffer_binding_size`.
     pub fn new(
         params: &StepParams,
         bodies: &[GpuBody],
-        iterations: usize,
         warm_start: bool,
         ring: u32,
         limit: u64,
     ) -> Result<Self> {
+        let iterations = params.max_iter as usize;
         let n = params.n_bodies;
         let capacity = params.capacity;
         let most = u64::from(MAX_WORKGROUPS) * u64::from(WORKGROUP);
@@ -297,6 +322,7 @@ impl Schedule {
             r: b.storage("r", 4 * rows)?,
             gamma: b.storage("gamma0", 4 * rows)?,
             ring: b.storage("stats_ring", SLOT_BYTES * u64::from(ring))?,
+            gate: b.storage("gate", 16)?,
             prev_offsets: b.storage("prev_offsets", 4 * (n64 + 1))?,
             prev_contacts: b.storage("prev_contacts", 32 * cap)?,
             prev_gamma: b.storage("prev_gamma", 4 * rows)?,
@@ -420,15 +446,52 @@ impl Schedule {
                 pad: [0; 3],
             },
         );
-        let gather = |x: Buf| {
-            dispatch(
+        // The iterations' dispatches read their workgroup counts from `args` (bodies,
+        // blocks, one workgroup), reset before each step; the gate zeroes them when a check
+        // finds the tolerance met.
+        let full = [
+            FACTORED_BODIES.workgroups(6 * n),
+            1,
+            1,
+            JACOBI_STEP.workgroups(capacity),
+            1,
+            1,
+            1,
+            1,
+            1,
+        ];
+        let args_full = b.filled("args_full", bytemuck::cast_slice(&full).to_vec())?;
+        let args = b.storage("args", 36)?;
+        b.buffers[args.0].indirect = true;
+        let gate = named.gate;
+        let gate_init = b.filled(
+            "gate_init",
+            bytemuck::bytes_of(&StepGate {
+                iterations: params.max_iter,
+                ..StepGate::default()
+            })
+            .to_vec(),
+        )?;
+        let residual_reduce = b.uniform(
+            "reduce",
+            &Reduce {
+                count: capacity.div_ceil(WORKGROUP),
+                slot: SLOT_RESIDUAL,
+                pad: [0; 2],
+            },
+        );
+        let (bodies_args, blocks_args, single_args) = (0, 12, 24);
+        // `w = M⁻¹ Jᵀ x` and `u = J w + E x + r`, through the indirect arguments when gated.
+        let gather = |x: Buf, gate: Option<u64>| {
+            op(
                 &FACTORED_BODIES,
                 &[solver, link_starts, links, minv_jac, x, w],
                 6 * n,
+                gate.map(|at| (args, at)),
             )
         };
-        let rows_of = |x: Buf| {
-            dispatch(
+        let rows_of = |x: Buf, gate: Option<u64>| {
+            op(
                 &FACTORED_ROWS,
                 &[
                     solver,
@@ -442,32 +505,61 @@ impl Schedule {
                     u,
                 ],
                 capacity,
+                gate.map(|at| (args, at)),
             )
         };
-        let mut solve = Vec::new();
+        let mut solve = vec![copy(args_full, args, 36), copy(gate_init, gate, 16)];
         for k in 0..iterations {
             let (from, to) = (gamma[k % 2], gamma[1 - k % 2]);
-            solve.push(gather(from));
-            solve.push(rows_of(from));
-            solve.push(dispatch(
+            solve.push(gather(from, Some(bodies_args)));
+            solve.push(rows_of(from, Some(blocks_args)));
+            if k > 0 && (iterations - k) % CHECK_EVERY == 0 {
+                // The residual of γ_k (`from`, with its `u`): the gate stops here when it
+                // meets the tolerance, leaving γ_k where the last iterate lands (k has the
+                // parity of `iterations`).
+                solve.push(Op::Clear(parts));
+                solve.push(gated(
+                    &RESIDUAL,
+                    &[solver, named.blocks, from, u, parts],
+                    capacity,
+                    args,
+                    blocks_args,
+                ));
+                solve.push(gated(
+                    &REDUCE,
+                    &[residual_reduce, parts, scalars],
+                    1,
+                    args,
+                    single_args,
+                ));
+                solve.push(Op::Clear(monitor));
+                solve.push(gated(
+                    &MEASURE,
+                    &[solver, scalars, monitor],
+                    1,
+                    args,
+                    single_args,
+                ));
+                let at = b.span(k as u32, 0, 0);
+                solve.push(dispatch(
+                    &STEP_GATE,
+                    &[step_params, at, monitor, gate, args],
+                    1,
+                ));
+            }
+            solve.push(gated(
                 &JACOBI_STEP,
                 &[solver, named.blocks, u, from, to],
                 capacity,
+                args,
+                blocks_args,
             ));
         }
         // The answer's velocity `u` and natural-map residual (the monitor), then the
         // velocity update from `w = M⁻¹ Jᵀ γ` of the same gather.
         let last = gamma[iterations % 2];
-        let residual_reduce = b.uniform(
-            "reduce",
-            &Reduce {
-                count: capacity.div_ceil(WORKGROUP),
-                slot: SLOT_RESIDUAL,
-                pad: [0; 2],
-            },
-        );
-        solve.push(gather(last));
-        solve.push(rows_of(last));
+        solve.push(gather(last, None));
+        solve.push(rows_of(last, None));
         // The residual's workgroups cover the room; those past the contacts write zero
         // partials on the device and none in the mirror: start from zeros.
         solve.push(Op::Clear(parts));
@@ -551,6 +643,13 @@ impl Schedule {
                         from: 0,
                         dst: named.ring,
                         to: at + partial + monitor_bytes,
+                        bytes: 16,
+                    },
+                    Op::Copy {
+                        src: gate,
+                        from: 0,
+                        dst: named.ring,
+                        to: at + partial + monitor_bytes + 16,
                         bytes: 16,
                     },
                 ]
