@@ -12,7 +12,6 @@ use common::gpu::context;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Command;
 
 use signorini::app::run::{Outputs, Pipeline, run};
 use signorini::gpu::ProblemData;
@@ -422,27 +421,26 @@ fn simulate_says_which_pipeline_ran() {
     let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/balls_in_box.toml");
     let dir = std::env::temp_dir().join(format!("signorini-pipeline-{}", std::process::id()));
     let summary = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_signorini"))
-            .arg("simulate")
-            .arg(&scene)
-            .args([
+        let mut all: Vec<std::ffi::OsString> = ["simulate".as_ref(), scene.as_os_str()]
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        all.extend(
+            [
                 "--steps",
                 "3",
                 "--set",
                 "lattice.0.count=100",
                 "--json-summary",
-            ])
-            .args(["--snapshot-every", "0", "--out"])
-            .arg(&dir)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+                "--snapshot-every",
+                "0",
+                "--out",
+            ]
+            .map(Into::into),
         );
-        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        all.push(dir.clone().into());
+        all.extend(args.iter().map(Into::into));
+        let json = common::run_cli_json(all);
         assert!(json["host_s"].as_f64().unwrap() > 0.0);
         (
             json["pipeline"].as_str().unwrap().to_string(),

@@ -63,7 +63,7 @@ fn same(a: &Op, b: &Op) -> bool {
     }
 }
 
-/// The device's executor: wgpu buffers and bind groups ([`Step`]s) made once, a command
+/// The device's executor: wgpu buffers and bind groups made once, a command
 /// buffer per run, one staging buffer for reads.
 pub struct DeviceExec {
     ctx: Arc<GpuContext>,
