@@ -169,6 +169,11 @@ enum Command {
         /// no GPU adapter exists).
         #[arg(long, default_value = "cpu")]
         device: Device,
+        /// With a GPU solver: auto takes the GPU-resident step (collision, assembly, solve
+        /// and integration on the GPU) where the scene qualifies (spheres against planes,
+        /// `jacobi-gpu`); gpu-solve keeps collision and assembly on the CPU.
+        #[arg(long, default_value = "auto")]
+        pipeline: PipelineChoice,
         /// Exit with status 3 when a step missed the solver's tolerance (4 when one had no
         /// usable answer); the summary counts them either way.
         #[arg(long)]
@@ -208,6 +213,15 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         trace: Option<PathBuf>,
     },
+}
+
+/// `simulate --pipeline`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum PipelineChoice {
+    /// The GPU-resident step where the scene and solver qualify.
+    Auto,
+    /// Collision and assembly on the CPU, the solve on the GPU.
+    GpuSolve,
 }
 
 /// How a command ended, and its exit status: 0 done (every solve converged), 3 an answer
@@ -344,6 +358,7 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
             dump_format,
             json_summary,
             device,
+            pipeline,
             require_convergence,
             max_memory,
         } => {
@@ -368,6 +383,7 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                 dump_steps: dump_step,
                 dump_every,
                 dump_format,
+                gpu_solve_only: pipeline == PipelineChoice::GpuSolve,
             };
             let bar = ProgressBar::new(steps as u64).with_style(
                 ProgressStyle::with_template(
@@ -387,6 +403,10 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                 println!("{}", serde_json::to_string(&summary).expect("serializable"));
             } else {
                 print!("{}", tables::summary(&summary, &outputs.dir));
+            }
+            if let Some(stopped) = &summary.stopped {
+                eprintln!("error: the run stopped at {stopped}");
+                return Ok(Outcome::NoAnswer);
             }
             if require_convergence {
                 return Ok(if summary.steps_without_answer > 0 {
