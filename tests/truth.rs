@@ -339,6 +339,57 @@ fn exit_codes_tell_whether_the_tolerance_was_met() {
     assert_eq!(cli(&["solve"]).status.code(), Some(2));
 }
 
+/// `check` exits by the worst of its solves: 0 when every solver converged, 3 when one
+/// missed the tolerance, 4 when one had no usable answer.
+#[test]
+fn check_exits_by_the_worst_of_its_solves() {
+    let dir = fresh_dir("truth-check-exit");
+    let down = [0.0, 0.0, 1.0, 0.0, 0.0, 0.0];
+    let up = [0.0, 0.0, -1.0, 0.0, 0.0, 0.0];
+    // A ball falling onto the ground, and one held by contradictory contacts (`v_z ≥ −1`
+    // and `v_z ≤ −2`), which the interior point reports infeasible.
+    let resting = factored(
+        vec![body(1.0, [0.0, 0.0, -G * H, 0.0, 0.0, 0.0])],
+        vec![Cone::Unilateral],
+        vec![on_body(0, vec![down])],
+    );
+    let mut contradictory = factored(
+        vec![body(1.0, [0.0; 6])],
+        vec![Cone::Unilateral, Cone::Unilateral],
+        vec![on_body(0, vec![down]), on_body(0, vec![up])],
+    );
+    if let Operator::Factored(f) = &mut contradictory.operator {
+        f.b = vec![1.0, -2.0];
+    }
+    let resting_file = dir.join("resting.json");
+    let contradictory_file = dir.join("contradictory.json");
+    io::write(&resting, &resting_file, None).unwrap();
+    io::write(&contradictory, &contradictory_file, None).unwrap();
+    let check = |file: &PathBuf, extra: &[&str]| {
+        let mut args = vec!["check", file.to_str().unwrap(), "--json"];
+        args.extend_from_slice(extra);
+        let out = cli(&args);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let statuses: Vec<String> = v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["status"].as_str().unwrap().to_string())
+            .collect();
+        (out.status.code(), statuses)
+    };
+    assert_eq!(
+        check(&resting_file, &["--solvers", "ip,pgs"]),
+        (Some(0), vec!["converged".into(), "converged".into()])
+    );
+    let capped = siconos("fc3d/FrictionContact3D_1c.dat");
+    let (code, statuses) = check(&capped, &["--solvers", "ip,pgs", "--max-iter", "5"]);
+    assert_eq!((code, statuses[1].as_str()), (Some(3), "max_iterations"));
+    let (code, statuses) = check(&contradictory_file, &["--solvers", "pgs,ip"]);
+    assert_eq!((code, statuses[1].as_str()), (Some(4), "infeasible"));
+    assert_ne!(statuses[0], "infeasible");
+}
+
 #[test]
 fn simulate_reports_missed_steps_and_owns_its_folder() {
     let scene = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenes/single_ball.toml");
@@ -412,5 +463,37 @@ fn simulate_reports_missed_steps_and_owns_its_folder() {
     if !cfg!(feature = "fclib") {
         assert_eq!(out.status.code(), Some(1));
         assert!(!fresh.exists());
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_vulkan_loader_is_quiet_without_a_runtime_dir() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if gpu::context().is_none() {
+        return;
+    }
+    let tmp = fresh_dir("truth-runtime-dir");
+    let run = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_signorini"))
+            .arg("info")
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap()
+    };
+    let uid = std::fs::metadata("/proc/self").unwrap().uid();
+    let private = tmp.join(format!("signorini-runtime-{uid}"));
+    for _ in 0..2 {
+        // The first run makes the private folder, the second finds it opened up and closes it.
+        let out = run();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(!err.contains("XDG_RUNTIME_DIR"), "{err}");
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("0: "));
+        let meta = std::fs::symlink_metadata(&private).unwrap();
+        assert!(meta.is_dir() && meta.uid() == uid);
+        assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 }
