@@ -8,7 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use signorini::app::bench::report::command_line;
-use signorini::app::bench::{self, Suite};
+use signorini::app::bench::{self, Selection};
 use signorini::app::check::{self, Check};
 use signorini::app::report::frame::FrameOptions;
 use signorini::app::report::tables;
@@ -76,7 +76,7 @@ enum Command {
     Bench {
         /// The suite: throughput, convergence, scaling, accuracy, or all (the four at their
         /// defaults).
-        suite: Suite,
+        suite: Selection,
         /// Solver names, comma-separated, or `all` (the GPU rows run their `-gpu`
         /// variants). Default: jacobi (throughput), pgs,jacobi (scaling), all (others).
         #[arg(long, value_delimiter = ',')]
