@@ -337,6 +337,39 @@ fn exit_codes_tell_whether_the_tolerance_was_met() {
     );
     assert_eq!(solve(&["--solver", "nope"]), Some(1));
     assert_eq!(cli(&["solve"]).status.code(), Some(2));
+    // No usable answer: the interior point finds contradictory contacts infeasible.
+    let contradictory = contradictory_file(&fresh_dir("truth-solve-exit"));
+    let out = cli(&[
+        "solve",
+        contradictory.to_str().unwrap(),
+        "--solver",
+        "ip",
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (out.status.code(), report["status"].as_str()),
+        (Some(4), Some("infeasible"))
+    );
+}
+
+const DOWN: [f64; 6] = [0.0, 0.0, 1.0, 0.0, 0.0, 0.0];
+
+/// A ball held by contradictory contacts (`v_z ≥ −1` and `v_z ≤ −2`), which the interior
+/// point reports infeasible, written to `dir/contradictory.json`.
+fn contradictory_file(dir: &std::path::Path) -> PathBuf {
+    let up = [0.0, 0.0, -1.0, 0.0, 0.0, 0.0];
+    let mut p = factored(
+        vec![body(1.0, [0.0; 6])],
+        vec![Cone::Unilateral, Cone::Unilateral],
+        vec![on_body(0, vec![DOWN]), on_body(0, vec![up])],
+    );
+    if let Operator::Factored(f) = &mut p.operator {
+        f.b = vec![1.0, -2.0];
+    }
+    let path = dir.join("contradictory.json");
+    io::write(&p, &path, None).unwrap();
+    path
 }
 
 /// `check` exits by the worst of its solves: 0 when every solver converged, 3 when one
@@ -344,27 +377,15 @@ fn exit_codes_tell_whether_the_tolerance_was_met() {
 #[test]
 fn check_exits_by_the_worst_of_its_solves() {
     let dir = fresh_dir("truth-check-exit");
-    let down = [0.0, 0.0, 1.0, 0.0, 0.0, 0.0];
-    let up = [0.0, 0.0, -1.0, 0.0, 0.0, 0.0];
-    // A ball falling onto the ground, and one held by contradictory contacts (`v_z ≥ −1`
-    // and `v_z ≤ −2`), which the interior point reports infeasible.
+    // A ball falling onto the ground.
     let resting = factored(
         vec![body(1.0, [0.0, 0.0, -G * H, 0.0, 0.0, 0.0])],
         vec![Cone::Unilateral],
-        vec![on_body(0, vec![down])],
+        vec![on_body(0, vec![DOWN])],
     );
-    let mut contradictory = factored(
-        vec![body(1.0, [0.0; 6])],
-        vec![Cone::Unilateral, Cone::Unilateral],
-        vec![on_body(0, vec![down]), on_body(0, vec![up])],
-    );
-    if let Operator::Factored(f) = &mut contradictory.operator {
-        f.b = vec![1.0, -2.0];
-    }
     let resting_file = dir.join("resting.json");
-    let contradictory_file = dir.join("contradictory.json");
     io::write(&resting, &resting_file, None).unwrap();
-    io::write(&contradictory, &contradictory_file, None).unwrap();
+    let contradictory_file = contradictory_file(&dir);
     let check = |file: &PathBuf, extra: &[&str]| {
         let mut args = vec!["check", file.to_str().unwrap(), "--json"];
         args.extend_from_slice(extra);
@@ -445,7 +466,8 @@ fn simulate_reports_missed_steps_and_owns_its_folder() {
         "{summary}"
     );
     assert_eq!(summary["tolerance"], 1e-14);
-    // A run that fails before its first step leaves nothing behind.
+    // A run that fails before its first step (the dump of step 1 into a read-only format,
+    // after the folder was made) leaves nothing behind.
     let fresh = dir.join("never");
     let a = [
         "simulate",
@@ -455,15 +477,18 @@ fn simulate_reports_missed_steps_and_owns_its_folder() {
         "--dump-step",
         "1",
         "--dump-format",
-        "fclib",
+        "siconos-fc3d",
         "--out",
         fresh.to_str().unwrap(),
     ];
     let out = cli(&a);
-    if !cfg!(feature = "fclib") {
-        assert_eq!(out.status.code(), Some(1));
-        assert!(!fresh.exists());
-    }
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!fresh.exists());
 }
 
 #[cfg(target_os = "linux")]
@@ -496,4 +521,68 @@ fn the_vulkan_loader_is_quiet_without_a_runtime_dir() {
         assert_eq!(meta.permissions().mode() & 0o777, 0o700);
         std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
+}
+
+/// The README's main job as shipped (`simulate scenes/balls_in_box.toml`, all 100 steps of
+/// its `run.steps`): at least 95 % of the steps meet the scene's tolerance, as its summary
+/// counts them.
+#[test]
+fn the_main_job_meets_its_tolerance_on_95_percent_of_its_steps() {
+    let scene = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenes/balls_in_box.toml");
+    let dir = fresh_dir("truth-main-job");
+    let out = cli(&[
+        "simulate",
+        scene.to_str().unwrap(),
+        "--snapshot-every",
+        "0",
+        "--json-summary",
+        "--require-convergence",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let steps = summary["steps"].as_u64().unwrap();
+    let missed = summary["steps_not_converged"].as_u64().unwrap();
+    assert_eq!((steps, summary["tolerance"].as_f64()), (100, Some(1e-3)));
+    assert!(
+        20 * missed <= steps,
+        "{missed} of {steps} missed: {summary}"
+    );
+    assert_eq!(out.status.code(), Some(if missed == 0 { 0 } else { 3 }));
+}
+
+/// The rule of `tests/common/gpu.rs`, on this binary's own GPU test with an adapter name
+/// that matches none: it fails, unless `SIGNORINI_SKIP_GPU=1` skips it with a note.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_gpu_test_without_an_adapter_fails_unless_skipped() {
+    let run = |skip: bool| {
+        let mut test = std::process::Command::new(std::env::current_exe().unwrap());
+        test.args([
+            "--exact",
+            "the_vulkan_loader_is_quiet_without_a_runtime_dir",
+            "--nocapture",
+        ])
+        .env("SIGNORINI_ADAPTER", "no-such-adapter")
+        .env_remove(gpu::SKIP_ENV);
+        if skip {
+            test.env(gpu::SKIP_ENV, "1");
+        }
+        let out = test.output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    let (passed, text) = run(false);
+    assert!(
+        !passed && text.contains("the GPU tests need an adapter"),
+        "{text}"
+    );
+    let (passed, text) = run(true);
+    assert!(passed && text.contains("skipping a GPU test"), "{text}");
+    assert!(text.contains("1 passed"), "{text}");
 }
