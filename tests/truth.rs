@@ -372,6 +372,42 @@ fn contradictory_file(dir: &std::path::Path) -> PathBuf {
     path
 }
 
+/// `--max-memory` on the command line: `solve`, `check` and `simulate` refuse what would not
+/// fit, with the estimate and the limit, before anything is built or written (exit 1).
+#[test]
+fn max_memory_on_the_command_line_refuses_before_anything_is_built() {
+    let file = siconos("fc3d/Rover4144.dat");
+    let scene = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenes/balls_in_box.toml");
+    let out_dir = fresh_dir("truth-max-memory").join("run");
+    for args in [
+        vec!["solve", file.to_str().unwrap(), "--max-memory", "1K"],
+        vec!["check", file.to_str().unwrap(), "--max-memory", "1K"],
+        vec![
+            "simulate",
+            scene.to_str().unwrap(),
+            "--max-memory",
+            "100K",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    ] {
+        let out = cli(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("would need") && err.contains("more than the memory limit of"),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    assert!(!out_dir.exists());
+    // The same problem within the default limit is solved.
+    assert_eq!(
+        cli(&["solve", file.to_str().unwrap()]).status.code(),
+        Some(0)
+    );
+}
+
 /// `check` exits by the worst of its solves: 0 when every solver converged, 3 when one
 /// missed the tolerance, 4 when one had no usable answer.
 #[test]
