@@ -496,6 +496,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn all_selects_the_four_suites_in_report_order() {
+        use clap::ValueEnum;
+        let parse = |name| Selection::from_str(name, false).unwrap();
+        assert_eq!(
+            parse("all").members(),
+            [
+                Suite::Throughput,
+                Suite::Convergence,
+                Suite::Scaling,
+                Suite::Accuracy
+            ]
+        );
+        for suite in parse("all").members() {
+            assert_eq!(parse(suite.name()), Selection::One(suite));
+            assert_eq!(parse(suite.name()).members(), [suite]);
+        }
+        assert!(Selection::from_str("every", false).is_err());
+    }
+
+    #[test]
     fn sizes_accept_integers_and_scientific_notation() {
         assert_eq!(
             parse_sizes("1000, 1e4,2.5e3", "sizes").unwrap(),
