@@ -463,3 +463,54 @@ fn simulate_says_which_pipeline_ran() {
     assert!(note.contains("jacobi-gpu only"), "{note}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Two `simulate` runs of the same scene on the GPU-resident step write the same physics
+/// columns of `steps.csv` bit for bit (everything but the timings).
+#[test]
+fn two_gpu_runs_write_the_same_steps_csv_physics() {
+    let Some(_ctx) = context() else { return };
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/shaker.toml");
+    let base = std::env::temp_dir().join(format!("signorini-determinism-{}", std::process::id()));
+    let physics = |k: usize| {
+        let dir = base.join(k.to_string());
+        let mut args: Vec<std::ffi::OsString> = ["simulate".as_ref(), scene.as_os_str()]
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        args.extend(
+            [
+                "--solver",
+                "jacobi-gpu",
+                "--steps",
+                "20",
+                "--set",
+                "lattice.0.count=300",
+                "--snapshot-every",
+                "0",
+                "--json-summary",
+                "--out",
+            ]
+            .map(Into::into),
+        );
+        args.push(dir.clone().into());
+        let json = common::run_cli_json(args);
+        assert_eq!(json["pipeline"], "gpu-resident");
+        let csv = std::fs::read_to_string(dir.join("steps.csv")).unwrap();
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let timing = |h: &str| h.ends_with("_s");
+        lines
+            .map(|line| {
+                line.split(',')
+                    .zip(&header)
+                    .filter(|(_, h)| !timing(h))
+                    .map(|(v, _)| v.to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>()
+    };
+    let (a, b) = (physics(0), physics(1));
+    assert_eq!(a.len(), 20);
+    assert_eq!(a, b);
+    std::fs::remove_dir_all(&base).unwrap();
+}
