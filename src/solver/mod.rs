@@ -11,6 +11,7 @@ pub mod ip;
 pub mod jacobi;
 pub mod simplex;
 pub mod spg;
+pub mod traffic;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,148 @@
+//! Bytes moved per iteration by the CPU solvers' loops, the model the throughput benchmark
+//! holds against the copy bandwidth it measures (issue 16).
+//!
+//! Every array element a loop reads or writes is counted once per use, at its size in
+//! memory, whether or not a cache would keep it: that is the traffic of the code as written
+//! (an upper bound of what reaches DRAM), summed term by term so that a report can show
+//! where the bytes go.
+
+use crate::problem::System;
+
+/// One term of the model: what is moved and how many bytes per iteration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Term {
+    /// The loop and the arrays it touches.
+    pub what: &'static str,
+    /// Bytes per iteration.
+    pub bytes: u64,
+}
+
+/// The bytes one iteration of a solver moves, term by term.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Traffic {
+    /// The solver's loops.
+    pub terms: Vec<Term>,
+}
+
+impl Traffic {
+    /// Total bytes per iteration.
+    pub fn bytes(&self) -> u64 {
+        self.terms.iter().map(|t| t.bytes).sum()
+    }
+
+    /// The model in one line, bytes per contact (block) of `blocks`: the total, then each
+    /// term.
+    pub fn describe(&self, blocks: usize) -> String {
+        let per = |b: u64| b as f64 / blocks.max(1) as f64;
+        let terms: Vec<String> = self
+            .terms
+            .iter()
+            .map(|t| format!("{} {:.0}", t.what, per(t.bytes)))
+            .collect();
+        format!("{:.0} B/contact ({})", per(self.bytes()), terms.join(", "))
+    }
+}
+
+/// The sizes the model multiplies: counted from a factored system.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    blocks: u64,
+    rows: u64,
+    bodies: u64,
+    /// (block, body) pairs.
+    links: u64,
+    /// Jacobian rows of 6, `Σ_k d_k · bodies_k`.
+    jac_rows: u64,
+}
+
+impl Counts {
+    fn of(sys: &System) -> Option<Counts> {
+        let f = sys.factored()?;
+        Some(Counts {
+            blocks: sys.blocks() as u64,
+            rows: sys.rows() as u64,
+            bodies: f.bodies() as u64,
+            links: f.links().len() as u64,
+            jac_rows: f.jac().len() as u64,
+        })
+    }
+}
+
+/// Bytes of an `f64`, an index (`usize`), a [`crate::problem::Cone`], a `Range<usize>`, a
+/// `Vec` header, a Jacobian row `[f64; 6]` and a block buffer `[f64; 3]`.
+const F64: u64 = 8;
+const IDX: u64 = 8;
+const CONE: u64 = 16;
+const RANGE: u64 = 16;
+const VEC: u64 = 24;
+const ROW6: u64 = 48;
+const BLOCK3: u64 = 24;
+
+/// `u = (N + E) γ + r` of the factored operator ([`crate::problem::operator`]): the gather
+/// `w = M⁻¹ Jᵀ γ` per body (links, block offsets, rows of `M⁻¹ Jᵀ`, `γ`; `w` written), the
+/// rows `J w` (block of the row, offsets, the block's body list, rows of `J`, `w` gathered),
+/// then the compliance and `r` loops.
+fn product(c: Counts) -> Vec<Term> {
+    vec![
+        Term {
+            what: "M⁻¹Jᵀγ",
+            bytes: c.bodies * (IDX + 6 * F64)
+                + c.links * (2 * IDX + 2 * IDX)
+                + c.jac_rows * (ROW6 + F64),
+        },
+        Term {
+            what: "Jw",
+            bytes: c.rows * (F64 + 2 * IDX + VEC) + c.jac_rows * (2 * IDX + 2 * IDX + 2 * ROW6),
+        },
+        Term {
+            what: "+Eγ+r",
+            bytes: c.rows * (4 * F64 + 3 * F64),
+        },
+    ]
+}
+
+/// The residual the driver measures after each iteration ([`crate::problem::merit`]): per
+/// block its offsets, cone and step, per row `u` and `γ`, then the norms of `r`, `γ`, `u`.
+fn residual(c: Counts) -> Term {
+    Term {
+        what: "residual",
+        bytes: c.blocks * (2 * IDX + CONE + F64) + c.rows * (2 * F64 + 3 * F64),
+    }
+}
+
+/// Projected Jacobi ([`super::Jacobi`]) on a factored system: the projection loop (range,
+/// cone, `γ`, `u`, step; the block buffer written), the copy back into `γ`, one product and
+/// the residual. `None` for an assembled or global system.
+pub fn jacobi(sys: &System) -> Option<Traffic> {
+    let c = Counts::of(sys)?;
+    let mut terms = vec![
+        Term {
+            what: "projection",
+            bytes: c.blocks * (RANGE + CONE + F64 + BLOCK3) + c.rows * 2 * F64,
+        },
+        Term {
+            what: "copy",
+            bytes: c.blocks * (RANGE + BLOCK3) + c.rows * F64,
+        },
+    ];
+    terms.extend(product(c));
+    terms.push(residual(c));
+    Some(Traffic { terms })
+}
+
+/// Projected Gauss–Seidel ([`super::GaussSeidel`]) on a factored system: the sweep (per
+/// block its cone, offsets, body list and step; per row the rows of `J` and `w` as in the
+/// product, `r`, compliance and `γ`; the scatter of `M⁻¹ Jᵀ Δγ` into `w`), then the product
+/// of the new velocity and the residual. `None` for an assembled or global system.
+pub fn gauss_seidel(sys: &System) -> Option<Traffic> {
+    let c = Counts::of(sys)?;
+    let mut terms = vec![Term {
+        what: "sweep",
+        bytes: c.blocks * (CONE + 2 * IDX + 2 * VEC + F64)
+            + c.rows * (2 * IDX + VEC + 4 * F64)
+            + c.jac_rows * (2 * IDX + 2 * IDX + 2 * ROW6 + ROW6 + 2 * 6 * F64),
+    }];
+    terms.extend(product(c));
+    terms.push(residual(c));
+    Some(Traffic { terms })
+}
