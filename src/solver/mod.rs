@@ -2,6 +2,7 @@
 //! every iterative solver shares (warm start, residual per iteration, best iterate, stopping).
 
 pub mod apgd;
+pub mod colored;
 pub(crate) mod coulomb;
 pub(crate) mod progress;
 
@@ -20,6 +21,7 @@ use crate::problem::merit::{self, Merit};
 use crate::problem::{Cone, FrictionModel, System};
 
 pub use apgd::Apgd;
+pub use colored::ColoredGaussSeidel;
 pub use gauss_seidel::GaussSeidel;
 pub use ip::{Ip, IpParams};
 pub use jacobi::Jacobi;

@@ -130,11 +130,13 @@ pub fn jacobi(sys: &System) -> Option<Traffic> {
     Some(Traffic { terms })
 }
 
-/// Projected Gauss–Seidel ([`super::GaussSeidel`]) on a factored system: the sweep (per
-/// block its cone, offsets, body list and step; per row the rows of `J` and `w` as in the
-/// product, `r`, compliance and `γ`; the scatter of `M⁻¹ Jᵀ Δγ` into `w`), then the product
-/// of the new velocity and the residual. `None` for an assembled or global system.
-pub fn gauss_seidel(sys: &System) -> Option<Traffic> {
+/// Projected Gauss–Seidel ([`super::GaussSeidel`], or [`super::ColoredGaussSeidel`] when
+/// `colored`) on a factored system: the sweep (per block its cone, offsets, body list and
+/// step; per row the rows of `J` and `w` as in the product, `r`, compliance and `γ`; the
+/// scatter of `M⁻¹ Jᵀ Δγ` into `w`; the coloured sweep also reads the colour's block list
+/// and writes then reads its new blocks in a buffer), then the product of the new velocity
+/// and the residual. `None` for an assembled or global system.
+pub fn gauss_seidel(sys: &System, colored: bool) -> Option<Traffic> {
     let c = Counts::of(sys)?;
     let mut terms = vec![Term {
         what: "sweep",
@@ -142,6 +144,12 @@ pub fn gauss_seidel(sys: &System) -> Option<Traffic> {
             + c.rows * (2 * IDX + VEC + 4 * F64)
             + c.jac_rows * (2 * IDX + 2 * IDX + 2 * ROW6 + ROW6 + 2 * 6 * F64),
     }];
+    if colored {
+        terms.push(Term {
+            what: "colour buffer",
+            bytes: c.blocks * (IDX + 2 * BLOCK3),
+        });
+    }
     terms.extend(product(c));
     terms.push(residual(c));
     Some(Traffic { terms })

@@ -269,7 +269,8 @@ pub fn cpu_bandwidth(bytes: usize, repeats: usize) -> f64 {
 fn cpu_traffic(solver: &str, sys: &System) -> Option<traffic::Traffic> {
     match solver {
         "jacobi" => traffic::jacobi(sys),
-        "pgs" => traffic::gauss_seidel(sys),
+        "pgs" => traffic::gauss_seidel(sys, false),
+        "pgs-colored" => traffic::gauss_seidel(sys, true),
         _ => None,
     }
 }
