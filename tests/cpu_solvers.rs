@@ -1,5 +1,6 @@
 //! The CPU kernels of issue 16: the coloured projected Gauss–Seidel (`pgs-colored`) against
-//! the sequential one (`pgs`) on the Siconos problems and on scene problems.
+//! the sequential one (`pgs`) on the Siconos problems and on scene problems; the kernel of
+//! the factored form against the operator path of an explicit `N`; `f32` iterations.
 
 mod common;
 
@@ -7,9 +8,9 @@ use std::path::PathBuf;
 
 use common::*;
 use signorini::app::bench::problems::granular_packing;
-use signorini::problem::{Problem, System, io};
+use signorini::problem::{Assembled, FrictionModel, Operator, Problem, System, io, merit};
 use signorini::solver::colored::Colouring;
-use signorini::solver::{Settings, Status};
+use signorini::solver::{Precision, Settings, Status};
 
 fn siconos(sub: &str, file: &str) -> System {
     let path: PathBuf = problems_dir().join("siconos").join(sub).join(file);
@@ -175,5 +176,101 @@ fn colored_pgs_matches_pgs_on_scene_problems() {
             ..Settings::default()
         };
         assert_same_solution(&sys, &scene, 1e-3);
+    }
+}
+
+/// The problem of `sys` with its operator assembled (`N = J M⁻¹ Jᵀ` explicit), for the
+/// operator path of the solvers.
+fn assembled(sys: &System) -> System {
+    let f = sys.factored().expect("a factored system");
+    System::new(&Problem {
+        name: format!("{} (assembled)", sys.name()),
+        class: sys.class(),
+        cones: sys.cones().to_vec(),
+        operator: Operator::Assembled(Assembled {
+            n: f.assemble(),
+            r: sys.r().to_vec(),
+        }),
+        compliance: sys.compliance().to_vec(),
+    })
+    .unwrap()
+}
+
+#[test]
+fn the_kernel_iterates_as_the_operator_path() {
+    // A fixed number of iterations, no convergence test: the kernel (factored form) and the
+    // operator's product (assembled form) give the same iterates to rounding.
+    let settings = Settings {
+        tol: 0.0,
+        max_iter: 40,
+        stall_iterations: usize::MAX,
+        ..Settings::default()
+    };
+    for (file, sets, steps) in [
+        ("balls_in_box.toml", vec![("lattice.0.count", "100")], 10),
+        (
+            "wrecking_ball.toml",
+            vec![
+                ("wall.0.rows", "3"),
+                ("wall.0.columns", "4"),
+                ("chain.0.count", "3"),
+            ],
+            5,
+        ),
+    ] {
+        let sys = scene_problem(file, &sets, steps);
+        let explicit = assembled(&sys);
+        for (solver, friction) in [
+            ("jacobi", FrictionModel::Ccp),
+            ("jacobi", FrictionModel::Coulomb),
+            ("pgs-colored", FrictionModel::Ccp),
+        ] {
+            let settings = Settings {
+                friction,
+                ..settings.clone()
+            };
+            let a = solve(&sys, solver, &settings);
+            let b = solve(&explicit, solver, &settings);
+            let scale = b.gamma.iter().fold(1e-12f64, |m, g| m.max(g.abs()));
+            for (x, y) in a.gamma.iter().zip(&b.gamma) {
+                assert!(
+                    (x - y).abs() <= 1e-9 * scale,
+                    "{solver} on {file}: {x} vs {y}"
+                );
+            }
+            assert_close(a.residual.relative, b.residual.relative, 1e-6);
+        }
+    }
+}
+
+#[test]
+fn f32_iterations_reach_1e_6_with_the_f64_residual_reported() {
+    let sys = System::new(&granular_packing(3000).unwrap()).unwrap();
+    for solver in ["jacobi", "pgs-colored"] {
+        let settings = Settings {
+            tol: 1e-6,
+            max_iter: 20_000,
+            precision: Precision::F32,
+            ..Settings::default()
+        };
+        let r = solve(&sys, solver, &settings);
+        assert_eq!(r.status, Status::Converged, "{solver}: {:?}", r.residual);
+        // The reported residual is the f64 one of the returned impulses.
+        let u = sys.velocity(&r.gamma);
+        let eta = vec![1.0; sys.blocks()];
+        let f64_residual = merit::residual(&sys, &r.gamma, &u, settings.friction, &eta);
+        assert_eq!(r.residual.two, f64_residual.two, "{solver}");
+        assert!(r.residual.relative <= 2e-6, "{solver}: {:?}", r.residual);
+        assert_eq!(r.merit.natural_map_2, f64_residual.two, "{solver}");
+        // And the f64 kernel gives the same solution to f32's precision.
+        let exact = solve(
+            &sys,
+            solver,
+            &Settings {
+                precision: Precision::F64,
+                ..settings
+            },
+        );
+        assert_close(r.merit.objective, exact.merit.objective, 1e-4);
     }
 }

@@ -4,10 +4,12 @@
 //! blocks of a colour in parallel, each with the latest impulses of the colours before it.
 //! It is Gauss–Seidel in the order "colour by colour" ([`super::GaussSeidel`] is the order
 //! of the blocks), so it converges to the same solutions; the colouring is a deterministic
-//! greedy one, so the iterates are the same whatever the number of threads.
+//! greedy one, so the iterates are the same whatever the number of threads. A factored
+//! problem runs on the CPU kernel ([`super::kernel`], `f32` or `f64`, blocks stored colour
+//! by colour); an explicit `N` on the operator's block rows, in `f64`.
 
 use super::gauss_seidel::sweeps;
-use super::{Report, Session, Settings, Solver, Stateless, StatelessSession};
+use super::{Report, Session, Settings, Solver, Stateless, StatelessSession, kernel};
 use crate::error::Result;
 use crate::problem::System;
 
@@ -37,13 +39,21 @@ impl Stateless for ColoredGaussSeidel {
     fn solve_once(&self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
         let omega = settings.omega.unwrap_or(Self::DEFAULT_OMEGA);
-        Ok(sweeps(
-            Self::NAME,
-            sys,
-            settings,
-            omega,
-            &Colouring::of(sys),
-        ))
+        let colouring = Colouring::of(sys);
+        if let Some(f) = sys.factored() {
+            let colours: Vec<&[usize]> = colouring.colours().collect();
+            let sweep = kernel::Sweep::Colored;
+            return Ok(kernel::solve(
+                Self::NAME,
+                sys,
+                f,
+                settings,
+                omega,
+                sweep,
+                &colours,
+            ));
+        }
+        Ok(sweeps(Self::NAME, sys, settings, omega, &colouring))
     }
 }
 

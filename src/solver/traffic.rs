@@ -6,6 +6,8 @@
 //! (an upper bound of what reaches DRAM), summed term by term so that a report can show
 //! where the bytes go.
 
+use super::Precision;
+use super::kernel::{self, Sweep};
 use crate::problem::System;
 
 /// One term of the model: what is moved and how many bytes per iteration.
@@ -68,15 +70,13 @@ impl Counts {
     }
 }
 
-/// Bytes of an `f64`, an index (`usize`), a [`crate::problem::Cone`], a `Range<usize>`, a
-/// `Vec` header, a Jacobian row `[f64; 6]` and a block buffer `[f64; 3]`.
+/// Bytes of an `f64`, an index (`usize`), a [`crate::problem::Cone`], a `Vec` header and a
+/// Jacobian row `[f64; 6]`.
 const F64: u64 = 8;
 const IDX: u64 = 8;
 const CONE: u64 = 16;
-const RANGE: u64 = 16;
 const VEC: u64 = 24;
 const ROW6: u64 = 48;
-const BLOCK3: u64 = 24;
 
 /// `u = (N + E) γ + r` of the factored operator ([`crate::problem::operator`]): the gather
 /// `w = M⁻¹ Jᵀ γ` per body (links, block offsets, rows of `M⁻¹ Jᵀ`, `γ`; `w` written), the
@@ -110,33 +110,12 @@ fn residual(c: Counts) -> Term {
     }
 }
 
-/// Projected Jacobi ([`super::Jacobi`]) on a factored system: the projection loop (range,
-/// cone, `γ`, `u`, step; the block buffer written), the copy back into `γ`, one product and
-/// the residual. `None` for an assembled or global system.
-pub fn jacobi(sys: &System) -> Option<Traffic> {
-    let c = Counts::of(sys)?;
-    let mut terms = vec![
-        Term {
-            what: "projection",
-            bytes: c.blocks * (RANGE + CONE + F64 + BLOCK3) + c.rows * 2 * F64,
-        },
-        Term {
-            what: "copy",
-            bytes: c.blocks * (RANGE + BLOCK3) + c.rows * F64,
-        },
-    ];
-    terms.extend(product(c));
-    terms.push(residual(c));
-    Some(Traffic { terms })
-}
-
-/// Projected Gauss–Seidel ([`super::GaussSeidel`], or [`super::ColoredGaussSeidel`] when
-/// `colored`) on a factored system: the sweep (per block its cone, offsets, body list and
-/// step; per row the rows of `J` and `w` as in the product, `r`, compliance and `γ`; the
-/// scatter of `M⁻¹ Jᵀ Δγ` into `w`; the coloured sweep also reads the colour's block list
-/// and writes then reads its new blocks in a buffer), then the product of the new velocity
-/// and the residual. `None` for an assembled or global system.
-pub fn gauss_seidel(sys: &System, colored: bool) -> Option<Traffic> {
+/// Projected Gauss–Seidel ([`super::GaussSeidel`]) on a factored system: the sweep (per
+/// block its cone, offsets, body list and step; per row the rows of `J` and `w` as in the
+/// product, `r`, compliance and `γ`; the scatter of `M⁻¹ Jᵀ Δγ` into `w`), then the product
+/// of the new velocity, the residual and the copy of the best iterate. `None` for an
+/// assembled or global system.
+fn gauss_seidel(sys: &System) -> Option<Traffic> {
     let c = Counts::of(sys)?;
     let mut terms = vec![Term {
         what: "sweep",
@@ -144,13 +123,27 @@ pub fn gauss_seidel(sys: &System, colored: bool) -> Option<Traffic> {
             + c.rows * (2 * IDX + VEC + 4 * F64)
             + c.jac_rows * (2 * IDX + 2 * IDX + 2 * ROW6 + ROW6 + 2 * 6 * F64),
     }];
-    if colored {
-        terms.push(Term {
-            what: "colour buffer",
-            bytes: c.blocks * (IDX + 2 * BLOCK3),
-        });
-    }
     terms.extend(product(c));
     terms.push(residual(c));
+    terms.push(Term {
+        what: "best copy",
+        bytes: c.rows * 2 * F64,
+    });
     Some(Traffic { terms })
+}
+
+/// The CPU solvers that iterate on the CPU kernel ([`super::kernel`]) on a factored
+/// problem, in the precision of their settings.
+pub const KERNEL_SOLVERS: &[&str] = &["jacobi", "pgs-colored"];
+
+/// The model of the CPU solver `solver` on `sys` in `precision`: `jacobi` and `pgs-colored`
+/// on the CPU kernel ([`super::kernel`]), `pgs` on the operator; `None` for another solver
+/// or a system that is not factored.
+pub fn of(solver: &str, sys: &System, precision: Precision) -> Option<Traffic> {
+    match solver {
+        "jacobi" => kernel::traffic(sys, Sweep::Jacobi, precision),
+        "pgs-colored" => kernel::traffic(sys, Sweep::Colored, precision),
+        "pgs" => gauss_seidel(sys),
+        _ => None,
+    }
 }

@@ -26,12 +26,12 @@ use serde::Serialize;
 
 use super::problems::granular_packing;
 use super::report::{Cell, Plot, Section, Table, distinct, loglog_plot};
-use super::solver_runs;
+use super::{SolverRun, solver_runs};
 use crate::error::{Error, Result};
 use crate::gpu::{AdapterSummary, GpuContext, GpuKernels, bandwidth};
 use crate::problem::{FrictionModel, System};
 use crate::registry::{self, Device};
-use crate::solver::{Report, Settings, traffic};
+use crate::solver::{Precision, Report, Settings, traffic};
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +45,9 @@ pub struct Config {
     pub devices: Vec<Device>,
     /// Iterations per measurement.
     pub iterations: usize,
+    /// Precisions of the CPU rows of the solvers on the CPU kernel (`jacobi`,
+    /// `pgs-colored`); the other CPU solvers run in `f64`, the GPU ones in `f32`.
+    pub precisions: Vec<Precision>,
 }
 
 impl Default for Config {
@@ -54,6 +57,7 @@ impl Default for Config {
             sizes: vec![1_000, 10_000, 100_000],
             devices: vec![Device::Cpu, Device::Gpu],
             iterations: 100,
+            precisions: vec![Precision::F64],
         }
     }
 }
@@ -67,6 +71,8 @@ pub struct Row {
     pub device: &'static str,
     /// `solve` (the registered solver) or `kernels` (GPU Jacobi kernels alone).
     pub mode: &'static str,
+    /// Floating-point type of the iterations: `f32` or `f64`.
+    pub precision: &'static str,
     /// Contact blocks of the problem.
     pub contacts: usize,
     /// Rows of the problem.
@@ -177,52 +183,78 @@ pub fn run(
     for &size in &config.sizes {
         progress(&format!("building the packing of {size} contacts"));
         let sys = System::new(&granular_packing(size)?)?;
-        let row = |solver: &str, device, mode, seconds: f64, products: f64, bytes: Option<u64>| {
-            let bytes_it = bytes.map(|b| b as f64);
-            let bw = if device == "cpu" { cpu_bw } else { bandwidth };
-            Row {
-                solver: solver.to_string(),
-                device,
-                mode,
-                contacts: sys.blocks(),
-                rows: sys.rows(),
-                bodies: sys.factored().map_or(0, |f| f.bodies()),
-                iterations: config.iterations,
-                seconds_per_iteration: seconds,
-                contact_iterations_per_s: sys.blocks() as f64 / seconds,
-                products_per_iteration: products,
-                bytes_per_iteration: bytes_it,
-                bandwidth_fraction: bytes_it.zip(bw).map(|(b, bw)| b / seconds / bw),
-                speedup_over_cpu: None,
-            }
-        };
+        let row =
+            |run: &SolverRun, precision: Precision, mode, time: (f64, f64), bytes: Option<u64>| {
+                let (seconds, products) = time;
+                let bytes_it = bytes.map(|b| b as f64);
+                let bw = if run.device == "cpu" {
+                    cpu_bw
+                } else {
+                    bandwidth
+                };
+                Row {
+                    solver: run.solver.clone(),
+                    device: run.device,
+                    mode,
+                    precision: precision.as_str(),
+                    contacts: sys.blocks(),
+                    rows: sys.rows(),
+                    bodies: sys.factored().map_or(0, |f| f.bodies()),
+                    iterations: config.iterations,
+                    seconds_per_iteration: seconds,
+                    contact_iterations_per_s: sys.blocks() as f64 / seconds,
+                    products_per_iteration: products,
+                    bytes_per_iteration: bytes_it,
+                    bandwidth_fraction: bytes_it.zip(bw).map(|(b, bw)| b / seconds / bw),
+                    speedup_over_cpu: None,
+                }
+            };
         for run in &runs {
             let solver = run.solver()?;
+            let Some(ctx) = gpu.filter(|_| run.device == "gpu") else {
+                let precisions = if traffic::KERNEL_SOLVERS.contains(&run.solver.as_str()) {
+                    &config.precisions[..]
+                } else {
+                    &[Precision::F64]
+                };
+                for &precision in precisions {
+                    progress(&format!(
+                        "{} ({}) on {} contacts",
+                        run.solver,
+                        precision.as_str(),
+                        sys.blocks()
+                    ));
+                    let settings = Settings {
+                        precision,
+                        ..settings.clone()
+                    };
+                    solver.solve(&sys, &timed_settings(2))?;
+                    let time = per_iteration(&solver.solve(&sys, &settings)?);
+                    let model = traffic::of(&run.solver, &sys, precision);
+                    if let Some(model) = &model {
+                        let label = format!("{} ({})", run.solver, precision.as_str());
+                        cpu_models.retain(|(s, _)| s != &label);
+                        cpu_models.push((label, model.describe(sys.blocks())));
+                    }
+                    let bytes = model.map(|m| m.bytes());
+                    rows.push(row(run, precision, "solve", time, bytes));
+                }
+                continue;
+            };
             progress(&format!("{} on {} contacts", run.solver, sys.blocks()));
             // Warm-up: opens the device and compiles the kernels.
             solver.solve(&sys, &timed_settings(2))?;
-            let report = solver.solve(&sys, &settings)?;
-            let (seconds, products) = per_iteration(&report);
-            let Some(ctx) = gpu.filter(|_| run.device == "gpu") else {
-                let model = cpu_traffic(&run.solver, &sys);
-                if let Some(model) = &model {
-                    cpu_models.retain(|(s, _)| s != &run.solver);
-                    cpu_models.push((run.solver.clone(), model.describe(sys.blocks())));
-                }
-                let bytes = model.map(|m| m.bytes());
-                rows.push(row(&run.solver, "cpu", "solve", seconds, products, bytes));
-                continue;
-            };
+            let time = per_iteration(&solver.solve(&sys, &settings)?);
             let mut kernels = registry::entry(&run.solver)?.kernels(ctx, &sys, &settings)?;
             let bytes = Some(kernels.bytes_per_iteration());
-            rows.push(row(&run.solver, "gpu", "solve", seconds, products, bytes));
+            rows.push(row(run, Precision::F32, "solve", time, bytes));
             progress(&format!(
                 "{} kernels on {} contacts",
                 run.solver,
                 sys.blocks()
             ));
             let seconds = time_kernels(ctx, &mut kernels, config.iterations)?;
-            rows.push(row(&run.solver, "gpu", "kernels", seconds, 1.0, bytes));
+            rows.push(row(run, Precision::F32, "kernels", (seconds, 1.0), bytes));
         }
     }
     speedups(&mut rows);
@@ -262,17 +294,6 @@ pub fn cpu_bandwidth(bytes: usize, repeats: usize) -> f64 {
     }
     std::hint::black_box(&dst);
     (2 * 8 * n) as f64 / best
-}
-
-/// The traffic model of the CPU solver `solver` on `sys`, `None` for a solver without one
-/// (or a system that is not factored).
-fn cpu_traffic(solver: &str, sys: &System) -> Option<traffic::Traffic> {
-    match solver {
-        "jacobi" => traffic::jacobi(sys),
-        "pgs" => traffic::gauss_seidel(sys, false),
-        "pgs-colored" => traffic::gauss_seidel(sys, true),
-        _ => None,
-    }
 }
 
 /// Timed submissions of the kernels, after one untimed (clocks ramp up, pages map).
@@ -323,6 +344,7 @@ impl Throughput {
                 ("solver", |r| Cell::text(&r.solver)),
                 ("device", |r| Cell::text(r.device)),
                 ("mode", |r| Cell::text(r.mode)),
+                ("precision", |r| Cell::text(r.precision)),
                 ("contacts", |r| Cell::int(r.contacts)),
                 ("bodies", |r| Cell::int(r.bodies)),
                 ("iterations", |r| Cell::int(r.iterations)),
@@ -340,7 +362,7 @@ impl Throughput {
                 ("GPU/CPU", |r| Cell::opt(r.speedup_over_cpu)),
             ],
         );
-        let key = |r: &Row| (r.solver.clone(), r.device, r.mode);
+        let key = |r: &Row| (r.solver.clone(), r.device, r.mode, r.precision);
         let lines: Vec<(String, Vec<(f64, f64)>)> = distinct(self.rows.iter().map(key))
             .into_iter()
             .map(|k| {
@@ -350,7 +372,7 @@ impl Throughput {
                     .filter(|r| key(r) == k)
                     .map(|r| (r.contacts as f64, r.contact_iterations_per_s))
                     .collect();
-                (format!("{} ({}, {})", k.0, k.1, k.2), points)
+                (format!("{} ({}, {}, {})", k.0, k.1, k.2, k.3), points)
             })
             .collect();
         let plot = Plot {
@@ -370,7 +392,8 @@ impl Throughput {
              `solve` rows time the registered solver between its first and last measured \
              iterates (setup, upload and the first readback excluded), `kernels` rows time \
              the GPU solver's kernels alone, all iterations in one submission (best of three \
-             after a warm-up). CPU rows are f64 on rayon, GPU rows f32. Each row's GB/s \
+             after a warm-up). CPU rows run on rayon in the precision of their row, GPU rows \
+             in f32. Each row's GB/s \
              and fraction of copy bandwidth are those of its own device."
                 .to_string(),
         ];
