@@ -471,7 +471,10 @@ fn solve_in<T: Real>(
         let res = sums.residual(kernel.r_norm);
         let improved;
         (status, improved) = progress.observe(res, sums.g_inf, 1, products);
-        if improved {
+        if improved && jacobi {
+            // The next iterate is already in `next`: `cur` can be kept without a copy.
+            std::mem::swap(&mut best, &mut cur);
+        } else if improved {
             best.copy_from_slice(&cur);
         }
     };
@@ -491,8 +494,9 @@ fn solve_in<T: Real>(
 /// body its link range, `M⁻¹` and `w`; per link its entry, `γ_k` and the side's rows of
 /// `J`), then per block its record, the gathers of `w` and the new `γ_k`. The coloured
 /// sweep: per block its record, the new `γ_k`, `M⁻¹` and `w` of its bodies read and
-/// written, then the residual pass (the record again). Both copy the best iterate when
-/// the residual improves (counted every iteration).
+/// written, then the residual pass (the record again) and the copy of the best iterate
+/// when the residual improves (counted every iteration; Jacobi keeps it by swapping
+/// buffers).
 pub(crate) fn traffic(sys: &System, sweep: Sweep, precision: Precision) -> Option<Traffic> {
     let f = sys.factored()?;
     let t = match precision {
@@ -505,22 +509,16 @@ pub(crate) fn traffic(sys: &System, sweep: Sweep, precision: Precision) -> Optio
     let comp = if rigid { 0 } else { 3 * t };
     // Per block: bodies (8), J (36), r, γ, η, μ, kind (1), compliance, the w gathers.
     let record = 8 + 36 * t + 3 * t + 3 * t + 2 * t + 1 + comp + 12 * t;
-    let gather = Term {
-        what: "M⁻¹Jᵀγ",
-        bytes: bodies * (4 + 12 * t) + links * (4 + 21 * t),
-    };
-    let best = Term {
-        what: "best copy",
-        bytes: blocks * 6 * t,
-    };
     let terms = match sweep {
         Sweep::Jacobi => vec![
-            gather,
+            Term {
+                what: "M⁻¹Jᵀγ",
+                bytes: bodies * (4 + 12 * t) + links * (4 + 21 * t),
+            },
             Term {
                 what: "Jw, residual, projection",
                 bytes: blocks * (record + 3 * t),
             },
-            best,
         ],
         // The sweep writes γ, reads M⁻¹ of both bodies, reads and writes their w.
         Sweep::Colored => vec![
@@ -532,7 +530,10 @@ pub(crate) fn traffic(sys: &System, sweep: Sweep, precision: Precision) -> Optio
                 what: "Jw, residual",
                 bytes: blocks * record,
             },
-            best,
+            Term {
+                what: "best copy",
+                bytes: blocks * 6 * t,
+            },
         ],
     };
     Some(Traffic { terms })
