@@ -5,7 +5,7 @@
 //! It is Gauss–Seidel in the order "colour by colour" ([`super::GaussSeidel`] is the order
 //! of the blocks), so it converges to the same solutions; the colouring is a deterministic
 //! greedy one, so the iterates are the same whatever the number of threads. A factored
-//! problem runs on the CPU kernel ([`super::kernel`], `f32` or `f64`, blocks stored colour
+//! problem runs on the CPU kernel (the `kernel` module, `f32` or `f64`, blocks stored colour
 //! by colour); an explicit `N` on the operator's block rows, in `f64`.
 
 use super::gauss_seidel::sweeps;
@@ -42,16 +42,15 @@ impl Stateless for ColoredGaussSeidel {
         let colouring = Colouring::of(sys);
         if let Some(f) = sys.factored() {
             let colours: Vec<&[usize]> = colouring.colours().collect();
-            let sweep = kernel::Sweep::Colored;
-            return Ok(kernel::solve(
-                Self::NAME,
+            return Ok(kernel::solve(&kernel::Job {
+                name: Self::NAME,
                 sys,
                 f,
                 settings,
                 omega,
-                sweep,
-                &colours,
-            ));
+                sweep: kernel::Sweep::Colored,
+                groups: &colours,
+            }));
         }
         Ok(sweeps(Self::NAME, sys, settings, omega, &colouring))
     }

@@ -1,7 +1,7 @@
 //! Projected Jacobi (paper 001 eq. (3)): every block moves at once from the same iterate,
 //! `γ_k ← Π_K(γ_k − ω η_k û_k)`, blocks in parallel with rayon. The update of a block reads
 //! only the previous iterate, so the result is the same whatever the number of threads.
-//! A factored problem runs on the CPU kernel ([`super::kernel`], `f32` or `f64`); an
+//! A factored problem runs on the CPU kernel (the `kernel` module, `f32` or `f64`); an
 //! explicit `N` on the operator's product, in `f64`.
 
 use rayon::prelude::*;
@@ -41,16 +41,15 @@ impl Stateless for Jacobi {
         let omega = settings.omega.unwrap_or(Self::DEFAULT_OMEGA);
         if let Some(f) = sys.factored() {
             let all: Vec<usize> = (0..sys.blocks()).collect();
-            let sweep = kernel::Sweep::Jacobi;
-            return Ok(kernel::solve(
-                Self::NAME,
+            return Ok(kernel::solve(&kernel::Job {
+                name: Self::NAME,
                 sys,
                 f,
                 settings,
                 omega,
-                sweep,
-                &[&all],
-            ));
+                sweep: kernel::Sweep::Jacobi,
+                groups: &[&all],
+            }));
         }
         let eta = block_steps(sys, settings.block_step);
         let ranges: Vec<_> = (0..sys.blocks()).map(|k| sys.block_range(k)).collect();

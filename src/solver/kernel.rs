@@ -408,35 +408,40 @@ impl<T: Real> Kernel<T> {
     }
 }
 
-/// Solves `sys` (factored, operator `f`) with the kernel in the precision of `settings`:
-/// projected Jacobi (`groups` one list of every block) or the coloured Gauss–Seidel over
-/// the colours `groups`, relaxation `omega`. The returned iterate (the last one if
+/// A solve on the kernel: projected Jacobi (`groups` one list of every block) or the
+/// coloured Gauss–Seidel over the colours `groups`, on `sys` (factored, operator `f`).
+pub(crate) struct Job<'a> {
+    /// The solver's registry name.
+    pub name: &'static str,
+    pub sys: &'a System,
+    pub f: &'a FactoredOperator,
+    pub settings: &'a Settings,
+    /// Relaxation `ω`.
+    pub omega: f64,
+    pub sweep: Sweep,
+    pub groups: &'a [&'a [usize]],
+}
+
+/// Runs `job` in the precision of its settings. The returned iterate (the last one if
 /// converged, else the best) carries its `f64` residual.
-pub(crate) fn solve(
-    name: &'static str,
-    sys: &System,
-    f: &FactoredOperator,
-    settings: &Settings,
-    omega: f64,
-    sweep: Sweep,
-    groups: &[&[usize]],
-) -> Report {
-    match settings.precision {
-        Precision::F32 => solve_in::<f32>(name, sys, f, settings, omega, sweep, groups),
-        Precision::F64 => solve_in::<f64>(name, sys, f, settings, omega, sweep, groups),
+pub(crate) fn solve(job: &Job) -> Report {
+    match job.settings.precision {
+        Precision::F32 => solve_in::<f32>(job),
+        Precision::F64 => solve_in::<f64>(job),
     }
 }
 
 /// [`solve`] in precision `T`.
-fn solve_in<T: Real>(
-    name: &'static str,
-    sys: &System,
-    f: &FactoredOperator,
-    settings: &Settings,
-    omega: f64,
-    sweep: Sweep,
-    groups: &[&[usize]],
-) -> Report {
+fn solve_in<T: Real>(job: &Job) -> Report {
+    let &Job {
+        name,
+        sys,
+        f,
+        settings,
+        omega,
+        sweep,
+        groups,
+    } = job;
     let eta = block_steps(sys, settings.block_step);
     let kernel = Kernel::<T>::new(sys, f, groups, &eta, settings.friction);
     let omega = T::from_f64(omega);

@@ -49,7 +49,7 @@ pub struct Settings {
     pub block_step: BlockStep,
     /// Initial impulses (warm start); projected on `K` before use. `None` starts from zero.
     pub warm_start: Option<Vec<f64>>,
-    /// Floating-point type of the iterations of the CPU kernels ([`kernel`]: `jacobi` and
+    /// Floating-point type of the iterations of the CPU kernels (`jacobi` and
     /// `pgs-colored` on a factored problem); the residual of the returned iterate and its
     /// merit set are `f64` whatever it is.
     #[serde(default)]

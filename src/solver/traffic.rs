@@ -132,12 +132,12 @@ fn gauss_seidel(sys: &System) -> Option<Traffic> {
     Some(Traffic { terms })
 }
 
-/// The CPU solvers that iterate on the CPU kernel ([`super::kernel`]) on a factored
+/// The CPU solvers that iterate on the CPU kernel (the `kernel` module) on a factored
 /// problem, in the precision of their settings.
 pub const KERNEL_SOLVERS: &[&str] = &["jacobi", "pgs-colored"];
 
 /// The model of the CPU solver `solver` on `sys` in `precision`: `jacobi` and `pgs-colored`
-/// on the CPU kernel ([`super::kernel`]), `pgs` on the operator; `None` for another solver
+/// on the CPU kernel (the `kernel` module), `pgs` on the operator; `None` for another solver
 /// or a system that is not factored.
 pub fn of(solver: &str, sys: &System, precision: Precision) -> Option<Traffic> {
     match solver {
