@@ -10,7 +10,7 @@ use common::*;
 use signorini::app::bench::problems::granular_packing;
 use signorini::problem::{Assembled, FrictionModel, Operator, Problem, System, io, merit};
 use signorini::solver::colored::Colouring;
-use signorini::solver::{Precision, Settings, Status};
+use signorini::solver::{Precision, Settings, Status, traffic};
 
 fn siconos(sub: &str, file: &str) -> System {
     let path: PathBuf = problems_dir().join("siconos").join(sub).join(file);
@@ -199,15 +199,24 @@ fn assembled(sys: &System) -> System {
 #[test]
 fn the_kernel_iterates_as_the_operator_path() {
     // A fixed number of iterations, no convergence test: the kernel (factored form) and the
-    // operator's product (assembled form) give the same iterates to rounding.
+    // operator's product (assembled form) give the same iterates to rounding, with the
+    // compact rows (sphere contacts only) and with the full rows (boxes, a chain of
+    // joints): the two encodings agree with each other through it.
     let settings = Settings {
         tol: 0.0,
         max_iter: 40,
         stall_iterations: usize::MAX,
         ..Settings::default()
     };
-    for (file, sets, steps) in [
-        ("balls_in_box.toml", vec![("lattice.0.count", "100")], 10),
+    let packing = System::new(&granular_packing(300).unwrap()).unwrap();
+    for (file, sets, steps, encoding) in [
+        (
+            "balls_in_box.toml",
+            vec![("lattice.0.count", "100")],
+            10,
+            "compact",
+        ),
+        ("", vec![], 0, "compact"),
         (
             "wrecking_ball.toml",
             vec![
@@ -216,10 +225,19 @@ fn the_kernel_iterates_as_the_operator_path() {
                 ("chain.0.count", "3"),
             ],
             5,
+            "full",
         ),
     ] {
-        let sys = scene_problem(file, &sets, steps);
-        let explicit = assembled(&sys);
+        let scene;
+        let sys = if file.is_empty() {
+            &packing
+        } else {
+            scene = scene_problem(file, &sets, steps);
+            &scene
+        };
+        let model = traffic::of("jacobi", sys, Precision::F64).unwrap();
+        assert_eq!(model.encoding, Some(encoding), "{file}");
+        let explicit = assembled(sys);
         for (solver, friction) in [
             ("jacobi", FrictionModel::Ccp),
             ("jacobi", FrictionModel::Coulomb),
@@ -229,7 +247,7 @@ fn the_kernel_iterates_as_the_operator_path() {
                 friction,
                 ..settings.clone()
             };
-            let a = solve(&sys, solver, &settings);
+            let a = solve(sys, solver, &settings);
             let b = solve(&explicit, solver, &settings);
             let scale = b.gamma.iter().fold(1e-12f64, |m, g| m.max(g.abs()));
             for (x, y) in a.gamma.iter().zip(&b.gamma) {

@@ -4,9 +4,11 @@
 //! `f64` ([`Real`], `--precision`).
 //!
 //! - Per block (in sweep order: colour by colour for the coloured sweep): its Jacobian
-//!   padded to 3 rows × 2 bodies (`[T; 36]`), its two body indices (a missing body is the
-//!   "ground", a body whose velocity stays zero), `r`, the compliance (only when the problem
-//!   has some), `η_k`, `μ_k` and the cone's kind. Padded rows are zero, so they stay zero.
+//!   padded to 3 rows × 2 bodies, stored full (`[T; 36]`) or, when every block is a sphere
+//!   contact, compact (frame and tangent rows' angular parts, `[T; 21]`, expanded in
+//!   registers: [`super::rows`]); its two body indices (a missing body is the "ground", a
+//!   body whose velocity stays zero), `r`, the compliance (only when the problem has some),
+//!   `η_k`, `μ_k` and the cone's kind. Padded rows are zero, so they stay zero.
 //! - Per body: the diagonal of `M⁻¹` and the list of its (block, side) pairs; the body
 //!   velocities `w = M⁻¹ Jᵀ γ` in atomic cells, which the blocks of one colour update in
 //!   parallel (no two share a body).
@@ -26,6 +28,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::progress::{Progress, initial_iterate};
+use super::rows::{Compact, Full, Rows};
 use super::traffic::{Term, Traffic};
 use super::{Precision, Report, Settings, Status, block_steps};
 use crate::problem::cone::project_circular;
@@ -95,14 +98,14 @@ impl Sums {
     }
 }
 
-/// The kernel's data for one system, in precision `T`.
-pub(crate) struct Kernel<T: Real> {
+/// The kernel's data for one system, in precision `T`, rows encoded by `J`.
+pub(crate) struct Kernel<T: Real, J: Rows<T>> {
     /// System block of each kernel block.
     order: Vec<usize>,
     /// Kernel blocks of each colour (one range for Jacobi).
     groups: Vec<Range<usize>>,
-    /// Rows of side `s`, row `i`: `jac[k][(3 s + i) · 6 ..][..6]`.
-    jac: Vec<[T; 36]>,
+    /// The Jacobian rows of each block.
+    jac: Vec<J::Block>,
     bodies: Vec<[u32; 2]>,
     r: Vec<[T; 3]>,
     compliance: Option<Vec<[T; 3]>>,
@@ -118,7 +121,7 @@ pub(crate) struct Kernel<T: Real> {
     friction: FrictionModel,
 }
 
-impl<T: Real> Kernel<T> {
+impl<T: Real, J: Rows<T>> Kernel<T, J> {
     /// The kernel of `sys` (factored, operator `f`) with the blocks in the order of
     /// `groups` (each a list of system blocks; one list for Jacobi), block steps `eta`.
     pub(crate) fn new(
@@ -152,20 +155,12 @@ impl<T: Real> Kernel<T> {
         let (mut kind, mut mu) = (Vec::new(), Vec::new());
         let mut link_count = vec![0u32; n_bodies + 1];
         for &k in &order {
-            let d = sys.block_range(k).len();
-            let mut j = [T::ZERO; 36];
             let mut b = [ground; 2];
             for (s, &body) in f.block_bodies(k).iter().enumerate() {
                 b[s] = body as u32;
                 link_count[body + 1] += 1;
-                let start = f.jac_start()[k] + s * d;
-                for (i, row) in f.jac()[start..start + d].iter().enumerate() {
-                    for c in 0..6 {
-                        j[(3 * s + i) * 6 + c] = t(row[c]);
-                    }
-                }
             }
-            jac.push(j);
+            jac.push(J::encode(&padded_rows(f, k)));
             bodies.push(b);
             let cone = sys.cones()[k];
             kind.push(match cone {
@@ -249,11 +244,9 @@ impl<T: Real> Kernel<T> {
                 let links = &self.links[self.link_ptr[b] as usize..self.link_ptr[b + 1] as usize];
                 for &l in links {
                     let (k, s) = ((l / 2) as usize, (l % 2) as usize);
-                    let (j, g) = (&self.jac[k], &gamma[k]);
-                    for i in 0..3 {
-                        for c in 0..6 {
-                            acc[c] += j[(3 * s + i) * 6 + c] * g[i];
-                        }
+                    let jt_g = J::transpose_times(&self.jac[k], s, &gamma[k]);
+                    for c in 0..6 {
+                        acc[c] += jt_g[c];
                     }
                 }
                 for c in 0..6 {
@@ -264,14 +257,12 @@ impl<T: Real> Kernel<T> {
 
     /// `u_k = J_k w + E_k γ_k + r_k` of kernel block `k`.
     fn velocity(&self, k: usize, g: &[T; 3], w: &[[T::Atomic; 6]]) -> [T; 3] {
-        let j = &self.jac[k];
         let mut u = self.r[k];
         for (s, &b) in self.bodies[k].iter().enumerate() {
             let wb: [T; 6] = std::array::from_fn(|c| T::load(&w[b as usize][c]));
-            for (i, ui) in u.iter_mut().enumerate() {
-                for c in 0..6 {
-                    *ui += j[(3 * s + i) * 6 + c] * wb[c];
-                }
+            let jw = J::times(&self.jac[k], s, &wb);
+            for i in 0..3 {
+                u[i] += jw[i];
             }
         }
         if let Some(e) = &self.compliance {
@@ -390,16 +381,14 @@ impl<T: Real> Kernel<T> {
                         let next = self.step(k, g, &u_hat, omega * self.eta[k]);
                         let delta: [T; 3] = std::array::from_fn(|i| next[i] - g[i]);
                         *g = next;
-                        let j = &self.jac[k];
                         for (s, &b) in self.bodies[k].iter().enumerate() {
                             if b == ground {
                                 continue;
                             }
                             let (wb, m) = (&w[b as usize], &self.inv_mass[b as usize]);
+                            let jt_d = J::transpose_times(&self.jac[k], s, &delta);
                             for c in 0..6 {
-                                let jt_d = (0..3)
-                                    .fold(T::ZERO, |a, i| a + j[(3 * s + i) * 6 + c] * delta[i]);
-                                T::store(&wb[c], T::load(&wb[c]) + m[c] * jt_d);
+                                T::store(&wb[c], T::load(&wb[c]) + m[c] * jt_d[c]);
                             }
                         }
                     }
@@ -431,8 +420,37 @@ pub(crate) fn solve(job: &Job) -> Report {
     }
 }
 
-/// [`solve`] in precision `T`.
+/// Whether every block of `sys` (factored, operator `f`) is a sphere contact that the
+/// compact rows encode ([`Compact::fits`]): the kernel then stores them so.
+fn compact(sys: &System, f: &FactoredOperator) -> bool {
+    (0..sys.blocks()).all(|k| Compact::fits(&padded_rows(f, k), f.block_bodies(k).len()))
+}
+
+/// The rows of block `k` padded to 3 rows × 2 bodies: side `s`, row `i`, column `c` at
+/// `(3 s + i) · 6 + c`.
+fn padded_rows(f: &FactoredOperator, k: usize) -> [f64; 36] {
+    let d = f.offsets()[k + 1] - f.offsets()[k];
+    let mut full = [0.0; 36];
+    for s in 0..f.block_bodies(k).len() {
+        let start = f.jac_start()[k] + s * d;
+        for (i, row) in f.jac()[start..start + d].iter().enumerate() {
+            full[(3 * s + i) * 6..][..6].copy_from_slice(row);
+        }
+    }
+    full
+}
+
+/// [`solve`] in precision `T`, on compact rows where every block fits them.
 fn solve_in<T: Real>(job: &Job) -> Report {
+    if compact(job.sys, job.f) {
+        run::<T, Compact>(job)
+    } else {
+        run::<T, Full>(job)
+    }
+}
+
+/// [`solve`] in precision `T` with rows encoded by `J`.
+fn run<T: Real, J: Rows<T>>(job: &Job) -> Report {
     let &Job {
         name,
         sys,
@@ -443,7 +461,7 @@ fn solve_in<T: Real>(job: &Job) -> Report {
         groups,
     } = job;
     let eta = block_steps(sys, settings.block_step);
-    let kernel = Kernel::<T>::new(sys, f, groups, &eta, settings.friction);
+    let kernel = Kernel::<T, J>::new(sys, f, groups, &eta, settings.friction);
     let omega = T::from_f64(omega);
     let gamma0 = initial_iterate(sys, settings);
     let mut cur = kernel.gather(sys, &gamma0);
@@ -494,7 +512,8 @@ fn solve_in<T: Real>(job: &Job) -> Report {
     progress.report(name, sys, status, gamma, residual)
 }
 
-/// The bytes one iteration of the kernel moves on `sys` in `precision`
+/// The bytes one iteration of the kernel moves on `sys` in `precision`, with the rows'
+/// encoding (`compact` or `full`)
 /// ([`super::traffic`]), `None` for a system that is not factored. Jacobi: the gather of `w` (per
 /// body its link range, `M⁻¹` and `w`; per link its entry, `γ_k` and the side's rows of
 /// `J`), then per block its record, the gathers of `w` and the new `γ_k`. The coloured
@@ -512,13 +531,26 @@ pub(crate) fn traffic(sys: &System, sweep: Sweep, precision: Precision) -> Optio
     let links = f.links().len() as u64;
     let rigid = sys.compliance().iter().all(|&e| e == 0.0);
     let comp = if rigid { 0 } else { 3 * t };
-    // Per block: bodies (8), J (36), r, γ, η, μ, kind (1), compliance, the w gathers.
-    let record = 8 + 36 * t + 3 * t + 3 * t + 2 * t + 1 + comp + 12 * t;
+    let (encoding, values, side) = if compact(sys, f) {
+        (
+            "compact",
+            <Compact as Rows<f64>>::VALUES,
+            <Compact as Rows<f64>>::SIDE_VALUES,
+        )
+    } else {
+        (
+            "full",
+            <Full as Rows<f64>>::VALUES,
+            <Full as Rows<f64>>::SIDE_VALUES,
+        )
+    };
+    // Per block: bodies (8), J, r, γ, η, μ, kind (1), compliance, the w gathers.
+    let record = 8 + values * t + 3 * t + 3 * t + 2 * t + 1 + comp + 12 * t;
     let terms = match sweep {
         Sweep::Jacobi => vec![
             Term {
                 what: "M⁻¹Jᵀγ",
-                bytes: bodies * (4 + 12 * t) + links * (4 + 21 * t),
+                bytes: bodies * (4 + 12 * t) + links * (4 + (3 + side) * t),
             },
             Term {
                 what: "Jw, residual, projection",
@@ -541,5 +573,8 @@ pub(crate) fn traffic(sys: &System, sweep: Sweep, precision: Precision) -> Optio
             },
         ],
     };
-    Some(Traffic { terms })
+    Some(Traffic {
+        encoding: Some(encoding),
+        terms,
+    })
 }

@@ -22,6 +22,9 @@ pub struct Term {
 /// The bytes one iteration of a solver moves, term by term.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Traffic {
+    /// The encoding of the Jacobian rows in the CPU kernel (`compact` or `full`), `None`
+    /// for a solver on the operator.
+    pub encoding: Option<&'static str>,
     /// The solver's loops.
     pub terms: Vec<Term>,
 }
@@ -41,7 +44,14 @@ impl Traffic {
             .iter()
             .map(|t| format!("{} {:.0}", t.what, per(t.bytes)))
             .collect();
-        format!("{:.0} B/contact ({})", per(self.bytes()), terms.join(", "))
+        let rows = self
+            .encoding
+            .map_or(String::new(), |e| format!(", {e} rows"));
+        format!(
+            "{:.0} B/contact{rows} ({})",
+            per(self.bytes()),
+            terms.join(", ")
+        )
     }
 }
 
@@ -129,7 +139,10 @@ fn gauss_seidel(sys: &System) -> Option<Traffic> {
         what: "best copy",
         bytes: c.rows * 2 * F64,
     });
-    Some(Traffic { terms })
+    Some(Traffic {
+        encoding: None,
+        terms,
+    })
 }
 
 /// The CPU solvers that iterate on the CPU kernel (the `kernel` module) on a factored
