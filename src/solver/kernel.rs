@@ -19,9 +19,12 @@
 //! that reads its velocity; the reported residual of the returned iterate is recomputed in
 //! `f64` on the system ([`merit::residual`]).
 //!
-//! The loops are plain Rust over fixed-size arrays: the kernel is bound by memory traffic
-//! (gathers of body velocities, streams of Jacobians), which explicit SIMD does not reduce,
-//! so `pulp`/`wide` are not used.
+//! The loops are plain Rust over fixed-size arrays, without explicit SIMD (`pulp`/`wide`):
+//! a block's work is a gather of two body velocities, short dot products and a cone
+//! projection, which do not map onto lanes without storing blocks across lanes
+//! (array-of-structures-of-arrays) and gathering by lane. Measured on the 2-core machine
+//! (benches/RESULTS.md, issue 16) the pass reaches about a quarter of the copy bandwidth,
+//! so it is not yet memory-bound: that layout is the next step.
 
 use std::ops::Range;
 
