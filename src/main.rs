@@ -18,7 +18,7 @@ use signorini::problem::FrictionModel;
 use signorini::problem::io::{self, Format};
 use signorini::registry::{self, Device};
 use signorini::render::{CameraSpec, ColorField};
-use signorini::solver::{Criterion, Runner, Settings, Solver, Status};
+use signorini::solver::{Criterion, Precision, Runner, Settings, Solver, Status};
 use signorini::{gpu, sim};
 
 /// Cone complementarity solvers for non-smooth multibody dynamics.
@@ -54,6 +54,10 @@ struct SolveOptions {
     /// Relaxation ω (default: the solver's own).
     #[arg(long)]
     omega: Option<f64>,
+    /// Floating-point type of the iterations of the CPU kernels (jacobi, pgs-colored on a
+    /// factored problem): f32 or f64. The reported residual and merit set are f64.
+    #[arg(long, default_value = "f64")]
+    precision: Precision,
     /// Print one JSON object on stdout instead of a table.
     #[arg(long)]
     json: bool,
@@ -99,6 +103,10 @@ enum Command {
         /// Steps per simulation (scaling, default 10).
         #[arg(long)]
         steps: Option<usize>,
+        /// Precisions of the CPU kernels' rows, comma-separated: f32, f64 (throughput,
+        /// default f64).
+        #[arg(long, value_delimiter = ',')]
+        precision: Option<Vec<Precision>>,
         /// Output folder of the report, CSVs and charts.
         #[arg(long, default_value = "out/bench")]
         out: PathBuf,
@@ -374,6 +382,7 @@ fn settings(o: &SolveOptions) -> Settings {
         tol: o.tol,
         max_iter: o.max_iter,
         omega: o.omega,
+        precision: o.precision,
         ..Settings::default()
     }
 }
@@ -389,10 +398,11 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
             iterations,
             tol,
             steps,
+            precision,
             out,
             json,
         } => {
-            let options = bench::Options::parse(
+            let mut options = bench::Options::parse(
                 suite,
                 solvers,
                 sizes.as_deref(),
@@ -401,6 +411,7 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                 tol,
                 steps,
             )?;
+            options.precisions = precision;
             let command = command_line(std::env::args().skip(1));
             let bench = bench::run(suite, &options, &out, command, &mut |line| {
                 eprintln!("{line}")

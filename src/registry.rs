@@ -14,7 +14,9 @@ use std::sync::LazyLock;
 use crate::error::{Error, Result};
 use crate::gpu::{ApgdMethod, GpuContext, GpuKernels, GpuSolver, JacobiMethod, Method, SpgMethod};
 use crate::problem::System;
-use crate::solver::{Apgd, GaussSeidel, Ip, Jacobi, Settings, Simplex, Solver, Spg};
+use crate::solver::{
+    Apgd, ColoredGaussSeidel, GaussSeidel, Ip, Jacobi, Settings, Simplex, Solver, Spg,
+};
 
 /// Builds a GPU solver's bare kernels on a problem under some settings.
 type KernelsFn = fn(&GpuContext, &System, &Settings) -> Result<GpuKernels>;
@@ -86,10 +88,11 @@ impl Entry {
 }
 
 /// Every registered solver, in the order listed to users.
-static ENTRIES: LazyLock<[Entry; 10]> = LazyLock::new(|| {
+static ENTRIES: LazyLock<[Entry; 11]> = LazyLock::new(|| {
     [
         Entry::cpu::<Jacobi>(),
         Entry::cpu::<GaussSeidel>(),
+        Entry::cpu::<ColoredGaussSeidel>(),
         Entry::cpu::<Spg>(),
         Entry::cpu::<Apgd>(),
         Entry::cpu::<Ip>(),

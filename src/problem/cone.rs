@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::real::Real;
+
 /// The cone `K_k` of one constraint block (DESIGN §1).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
@@ -100,23 +102,24 @@ fn distance(a: &[f64], b: &[f64]) -> f64 {
 ///
 /// Three cases (the same as Siconos' `projectionOnCone`): inside the cone, `x` stays; inside
 /// the polar cone (`a‖t‖ ≤ −n`), the projection is 0; otherwise it lands on the boundary at
-/// `n' = (a‖t‖ + n)/(1 + a²)`, `t' = a n' t/‖t‖`.
-fn project_circular(x: &mut [f64], a: f64) {
+/// `n' = (a‖t‖ + n)/(1 + a²)`, `t' = a n' t/‖t‖`. In `f64` for the problem, in the kernels'
+/// precision for the CPU kernels ([`Real`]).
+pub(crate) fn project_circular<T: Real>(x: &mut [T], a: T) {
     let n = x[0];
     let s = x[1].hypot(x[2]);
     if s <= a * n {
         return;
     }
     if a * s <= -n {
-        x.iter_mut().for_each(|v| *v = 0.0);
+        x.iter_mut().for_each(|v| *v = T::ZERO);
         return;
     }
     // Here s > 0: s = 0 falls in one of the two cases above.
-    let n_new = (a * s + n) / (1.0 + a * a);
+    let n_new = (a * s + n) / (T::ONE + a * a);
     let scale = a * n_new / s;
     x[0] = n_new;
-    x[1] *= scale;
-    x[2] *= scale;
+    x[1] = x[1] * scale;
+    x[2] = x[2] * scale;
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub mod cone;
 pub mod io;
 pub mod merit;
 pub mod operator;
+pub mod real;
 pub mod sparse;
 mod system;
 mod validate;

@@ -1,12 +1,14 @@
 //! Projected Jacobi (paper 001 eq. (3)): every block moves at once from the same iterate,
 //! `γ_k ← Π_K(γ_k − ω η_k û_k)`, blocks in parallel with rayon. The update of a block reads
 //! only the previous iterate, so the result is the same whatever the number of threads.
+//! A factored problem runs on the CPU kernel (the `kernel` module, `f32` or `f64`); an
+//! explicit `N` on the operator's product, in `f64`.
 
 use rayon::prelude::*;
 
 use super::{
     Report, Session, Settings, Solver, Stateless, StatelessSession, block_steps, drive,
-    effective_r, projected_step, velocity_into,
+    effective_r, kernel, projected_step, velocity_into,
 };
 use crate::error::Result;
 use crate::problem::System;
@@ -37,6 +39,18 @@ impl Stateless for Jacobi {
     fn solve_once(&self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
         let omega = settings.omega.unwrap_or(Self::DEFAULT_OMEGA);
+        if let Some(f) = sys.factored() {
+            let all: Vec<usize> = (0..sys.blocks()).collect();
+            return Ok(kernel::solve(&kernel::Job {
+                name: Self::NAME,
+                sys,
+                f,
+                settings,
+                omega,
+                sweep: kernel::Sweep::Jacobi,
+                groups: &[&all],
+            }));
+        }
         let eta = block_steps(sys, settings.block_step);
         let ranges: Vec<_> = (0..sys.blocks()).map(|k| sys.block_range(k)).collect();
         let mut next = vec![[0.0f64; 3]; sys.blocks()];

@@ -2,6 +2,7 @@
 //! every iterative solver shares (warm start, residual per iteration, best iterate, stopping).
 
 pub mod apgd;
+pub mod colored;
 pub(crate) mod coulomb;
 pub(crate) mod progress;
 
@@ -9,8 +10,11 @@ use progress::Progress;
 pub mod gauss_seidel;
 pub mod ip;
 pub mod jacobi;
+pub(crate) mod kernel;
+pub(crate) mod rows;
 pub mod simplex;
 pub mod spg;
+pub mod traffic;
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +23,7 @@ use crate::problem::merit::{self, Merit};
 use crate::problem::{Cone, FrictionModel, System};
 
 pub use apgd::Apgd;
+pub use colored::ColoredGaussSeidel;
 pub use gauss_seidel::GaussSeidel;
 pub use ip::{Ip, IpParams};
 pub use jacobi::Jacobi;
@@ -45,6 +50,43 @@ pub struct Settings {
     pub block_step: BlockStep,
     /// Initial impulses (warm start); projected on `K` before use. `None` starts from zero.
     pub warm_start: Option<Vec<f64>>,
+    /// Floating-point type of the iterations of the CPU kernels (`jacobi` and
+    /// `pgs-colored` on a factored problem); the residual of the returned iterate and its
+    /// merit set are `f64` whatever it is.
+    #[serde(default)]
+    pub precision: Precision,
+}
+
+/// The floating-point type of the iterations (`--precision`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    /// Single precision: half the bytes per contact-iteration.
+    F32,
+    /// Double precision.
+    #[default]
+    F64,
+}
+
+impl Precision {
+    /// `f32` or `f64`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::F64 => "f64",
+        }
+    }
+}
+
+impl std::str::FromStr for Precision {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "f32" => Ok(Precision::F32),
+            "f64" => Ok(Precision::F64),
+            _ => Err(format!("unknown precision `{s}`; valid: f32, f64")),
+        }
+    }
 }
 
 /// The residual a solve stops on.
@@ -93,6 +135,7 @@ impl Default for Settings {
             stall_iterations: 10_000,
             block_step: BlockStep::default(),
             warm_start: None,
+            precision: Precision::F64,
         }
     }
 }

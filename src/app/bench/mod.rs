@@ -29,7 +29,7 @@ use self::report::{BenchReport, Machine, Section};
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::registry::{self, Device};
-use crate::solver::{Solver, TraceEntry};
+use crate::solver::{Precision, Solver, TraceEntry};
 
 /// Parses a comma-separated list of sizes; each entry is an integer or a float in
 /// scientific notation (`1e5`). `what` names the option in errors.
@@ -139,6 +139,8 @@ pub struct Options {
     pub tol: Option<f64>,
     /// Steps per run (scaling).
     pub steps: Option<usize>,
+    /// Precisions of the CPU kernels' rows (throughput).
+    pub precisions: Option<Vec<Precision>>,
 }
 
 impl Options {
@@ -171,6 +173,7 @@ impl Options {
             iterations,
             tol,
             steps,
+            precisions: None,
         })
     }
 }
@@ -287,6 +290,7 @@ impl Options {
             &[Suite::Convergence, Suite::Accuracy],
         )?;
         misplaced("steps", self.steps.is_some(), &[Suite::Scaling])?;
+        misplaced("precision", self.precisions.is_some(), &[Suite::Throughput])?;
         Ok(())
     }
 }
@@ -317,6 +321,7 @@ fn run_suite(
                 sizes: o.sizes.unwrap_or(d.sizes),
                 devices: o.devices.unwrap_or(d.devices),
                 iterations: o.iterations.unwrap_or(d.iterations),
+                precisions: o.precisions.unwrap_or(d.precisions),
             };
             let r = throughput::run(&config, gpu, progress)?;
             (r.section(dir)?, serde_json::json!(r))

@@ -11,22 +11,27 @@
 //!   iterations in one submission, timed from submission to completion, best of three after
 //!   a warm-up: the figure to hold against the bandwidth bound.
 //!
-//! Bytes per iteration are those of the storage buffers one iteration's dispatches bind
-//! ([`GpuKernels::bytes_per_iteration`]): each read or written once.
+//! Bytes per iteration are, on the GPU, those of the storage buffers one iteration's
+//! dispatches bind ([`GpuKernels::bytes_per_iteration`]), each read or written once; on the
+//! CPU, those its loops read and write ([`crate::solver::traffic`]). Each device's rows are
+//! held against the copy bandwidth measured on it in the same run: a copy kernel on the GPU
+//! ([`bandwidth::measure`]), a STREAM-like copy on all rayon threads on the CPU
+//! ([`cpu_bandwidth`]).
 
 use std::path::Path;
 use std::time::Instant;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::problems::granular_packing;
 use super::report::{Cell, Plot, Section, Table, distinct, loglog_plot};
-use super::solver_runs;
+use super::{SolverRun, solver_runs};
 use crate::error::{Error, Result};
 use crate::gpu::{AdapterSummary, GpuContext, GpuKernels, bandwidth};
 use crate::problem::{FrictionModel, System};
 use crate::registry::{self, Device};
-use crate::solver::{Report, Settings};
+use crate::solver::{Precision, Report, Settings, traffic};
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +45,9 @@ pub struct Config {
     pub devices: Vec<Device>,
     /// Iterations per measurement.
     pub iterations: usize,
+    /// Precisions of the CPU rows of the solvers on the CPU kernel (`jacobi`,
+    /// `pgs-colored`); the other CPU solvers run in `f64`, the GPU ones in `f32`.
+    pub precisions: Vec<Precision>,
 }
 
 impl Default for Config {
@@ -49,6 +57,7 @@ impl Default for Config {
             sizes: vec![1_000, 10_000, 100_000],
             devices: vec![Device::Cpu, Device::Gpu],
             iterations: 100,
+            precisions: vec![Precision::F64],
         }
     }
 }
@@ -62,6 +71,8 @@ pub struct Row {
     pub device: &'static str,
     /// `solve` (the registered solver) or `kernels` (GPU Jacobi kernels alone).
     pub mode: &'static str,
+    /// Floating-point type of the iterations: `f32` or `f64`.
+    pub precision: &'static str,
     /// Contact blocks of the problem.
     pub contacts: usize,
     /// Rows of the problem.
@@ -76,9 +87,12 @@ pub struct Row {
     pub contact_iterations_per_s: f64,
     /// Products with `N` per iteration (1 for Jacobi).
     pub products_per_iteration: f64,
-    /// GPU rows: the bytes of the storage buffers one iteration's dispatches bind.
+    /// Bytes one iteration moves: on the GPU those of the storage buffers its dispatches
+    /// bind, on the CPU those its loops read and write ([`traffic`]); `None` for a CPU
+    /// solver without a model.
     pub bytes_per_iteration: Option<f64>,
-    /// GPU rows: `bytes_per_iteration / seconds_per_iteration` over the copy bandwidth.
+    /// `bytes_per_iteration / seconds_per_iteration` over the copy bandwidth of the row's
+    /// device.
     pub bandwidth_fraction: Option<f64>,
     /// GPU rows: contact-iterations per second over those of the same solver on the CPU.
     pub speedup_over_cpu: Option<f64>,
@@ -93,6 +107,12 @@ pub struct Throughput {
     pub adapter: Option<AdapterSummary>,
     /// Bytes read + written per second by the copy kernel, when the GPU was measured.
     pub bandwidth_bytes_per_s: Option<f64>,
+    /// Bytes read + written per second by the CPU copy ([`cpu_bandwidth`]), when the CPU
+    /// was measured.
+    pub cpu_bandwidth_bytes_per_s: Option<f64>,
+    /// The bytes-per-contact-iteration model of each CPU solver measured, on the largest
+    /// packing: `(solver, model)`.
+    pub cpu_models: Vec<(String, String)>,
     /// The measurements, size by size.
     pub rows: Vec<Row>,
     /// What was skipped and why.
@@ -153,57 +173,88 @@ pub fn run(
         }
         None => None,
     };
+    let cpu_bw = runs.iter().any(|r| r.device == "cpu").then(|| {
+        progress("copy bandwidth on the CPU");
+        cpu_bandwidth(CPU_COPY_BYTES, 5)
+    });
     let settings = timed_settings(config.iterations);
     let mut rows = Vec::new();
+    let mut cpu_models = Vec::new();
     for &size in &config.sizes {
         progress(&format!("building the packing of {size} contacts"));
         let sys = System::new(&granular_packing(size)?)?;
-        let row = |solver: &str, device, mode, seconds: f64, products: f64, bytes: Option<u64>| {
-            let bytes_it = bytes.map(|b| b as f64);
-            Row {
-                solver: solver.to_string(),
-                device,
-                mode,
-                contacts: sys.blocks(),
-                rows: sys.rows(),
-                bodies: sys.factored().map_or(0, |f| f.bodies()),
-                iterations: config.iterations,
-                seconds_per_iteration: seconds,
-                contact_iterations_per_s: sys.blocks() as f64 / seconds,
-                products_per_iteration: products,
-                bytes_per_iteration: bytes_it,
-                bandwidth_fraction: bytes_it.zip(bandwidth).map(|(b, bw)| b / seconds / bw),
-                speedup_over_cpu: None,
-            }
-        };
+        let row =
+            |run: &SolverRun, precision: Precision, mode, time: (f64, f64), bytes: Option<u64>| {
+                let (seconds, products) = time;
+                let bytes_it = bytes.map(|b| b as f64);
+                let bw = if run.device == "cpu" {
+                    cpu_bw
+                } else {
+                    bandwidth
+                };
+                Row {
+                    solver: run.solver.clone(),
+                    device: run.device,
+                    mode,
+                    precision: precision.as_str(),
+                    contacts: sys.blocks(),
+                    rows: sys.rows(),
+                    bodies: sys.factored().map_or(0, |f| f.bodies()),
+                    iterations: config.iterations,
+                    seconds_per_iteration: seconds,
+                    contact_iterations_per_s: sys.blocks() as f64 / seconds,
+                    products_per_iteration: products,
+                    bytes_per_iteration: bytes_it,
+                    bandwidth_fraction: bytes_it.zip(bw).map(|(b, bw)| b / seconds / bw),
+                    speedup_over_cpu: None,
+                }
+            };
         for run in &runs {
             let solver = run.solver()?;
+            let Some(ctx) = gpu.filter(|_| run.device == "gpu") else {
+                let precisions = if traffic::KERNEL_SOLVERS.contains(&run.solver.as_str()) {
+                    &config.precisions[..]
+                } else {
+                    &[Precision::F64]
+                };
+                for &precision in precisions {
+                    progress(&format!(
+                        "{} ({}) on {} contacts",
+                        run.solver,
+                        precision.as_str(),
+                        sys.blocks()
+                    ));
+                    let settings = Settings {
+                        precision,
+                        ..settings.clone()
+                    };
+                    solver.solve(&sys, &timed_settings(2))?;
+                    let time = per_iteration(&solver.solve(&sys, &settings)?);
+                    let model = traffic::of(&run.solver, &sys, precision);
+                    if let Some(model) = &model {
+                        let label = format!("{} ({})", run.solver, precision.as_str());
+                        cpu_models.retain(|(s, _)| s != &label);
+                        cpu_models.push((label, model.describe(sys.blocks())));
+                    }
+                    let bytes = model.map(|m| m.bytes());
+                    rows.push(row(run, precision, "solve", time, bytes));
+                }
+                continue;
+            };
             progress(&format!("{} on {} contacts", run.solver, sys.blocks()));
             // Warm-up: opens the device and compiles the kernels.
             solver.solve(&sys, &timed_settings(2))?;
-            let report = solver.solve(&sys, &settings)?;
-            let (seconds, products) = per_iteration(&report);
-            let Some(ctx) = gpu.filter(|_| run.device == "gpu") else {
-                rows.push(row(
-                    &run.solver,
-                    run.device,
-                    "solve",
-                    seconds,
-                    products,
-                    None,
-                ));
-                continue;
-            };
+            let time = per_iteration(&solver.solve(&sys, &settings)?);
             let mut kernels = registry::entry(&run.solver)?.kernels(ctx, &sys, &settings)?;
             let bytes = Some(kernels.bytes_per_iteration());
-            rows.push(row(&run.solver, "gpu", "solve", seconds, products, bytes));
+            rows.push(row(run, Precision::F32, "solve", time, bytes));
             progress(&format!(
                 "{} kernels on {} contacts",
                 run.solver,
                 sys.blocks()
             ));
             let seconds = time_kernels(ctx, &mut kernels, config.iterations)?;
-            rows.push(row(&run.solver, "gpu", "kernels", seconds, 1.0, bytes));
+            rows.push(row(run, Precision::F32, "kernels", (seconds, 1.0), bytes));
         }
     }
     speedups(&mut rows);
@@ -211,9 +262,38 @@ pub fn run(
         cpu_threads: rayon::current_num_threads(),
         adapter: gpu.map(GpuContext::adapter_summary),
         bandwidth_bytes_per_s: bandwidth,
+        cpu_bandwidth_bytes_per_s: cpu_bw,
+        cpu_models,
         rows,
         notes,
     })
+}
+
+/// Bytes of each buffer of the CPU copy: well above the last-level caches of the machines
+/// we measure (the development VM reports a 260 MiB L3).
+const CPU_COPY_BYTES: usize = 512 << 20;
+
+/// The CPU's copy bandwidth, bytes read + written per second (STREAM's `copy`): a buffer of
+/// `bytes` (rounded down to 8) copied into another by all of rayon's threads, each over a
+/// contiguous chunk, `repeats` times after one untimed copy (pages mapped); the best rate.
+/// The buffer holds non-zero data so that nothing is special-cased.
+pub fn cpu_bandwidth(bytes: usize, repeats: usize) -> f64 {
+    let n = (bytes / 8).max(1);
+    let src: Vec<f64> = (0..n).map(|i| (i % 1021) as f64 + 0.5).collect();
+    let mut dst = vec![0.0f64; n];
+    let chunk = n.div_ceil(rayon::current_num_threads());
+    let mut best = f64::INFINITY;
+    for repeat in 0..=repeats {
+        let start = Instant::now();
+        dst.par_chunks_mut(chunk)
+            .zip(src.par_chunks(chunk))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+        if repeat > 0 {
+            best = best.min(start.elapsed().as_secs_f64());
+        }
+    }
+    std::hint::black_box(&dst);
+    (2 * 8 * n) as f64 / best
 }
 
 /// Timed submissions of the kernels, after one untimed (clocks ramp up, pages map).
@@ -264,6 +344,7 @@ impl Throughput {
                 ("solver", |r| Cell::text(&r.solver)),
                 ("device", |r| Cell::text(r.device)),
                 ("mode", |r| Cell::text(r.mode)),
+                ("precision", |r| Cell::text(r.precision)),
                 ("contacts", |r| Cell::int(r.contacts)),
                 ("bodies", |r| Cell::int(r.bodies)),
                 ("iterations", |r| Cell::int(r.iterations)),
@@ -281,7 +362,7 @@ impl Throughput {
                 ("GPU/CPU", |r| Cell::opt(r.speedup_over_cpu)),
             ],
         );
-        let key = |r: &Row| (r.solver.clone(), r.device, r.mode);
+        let key = |r: &Row| (r.solver.clone(), r.device, r.mode, r.precision);
         let lines: Vec<(String, Vec<(f64, f64)>)> = distinct(self.rows.iter().map(key))
             .into_iter()
             .map(|k| {
@@ -291,7 +372,7 @@ impl Throughput {
                     .filter(|r| key(r) == k)
                     .map(|r| (r.contacts as f64, r.contact_iterations_per_s))
                     .collect();
-                (format!("{} ({}, {})", k.0, k.1, k.2), points)
+                (format!("{} ({}, {}, {})", k.0, k.1, k.2, k.3), points)
             })
             .collect();
         let plot = Plot {
@@ -311,7 +392,9 @@ impl Throughput {
              `solve` rows time the registered solver between its first and last measured \
              iterates (setup, upload and the first readback excluded), `kernels` rows time \
              the GPU solver's kernels alone, all iterations in one submission (best of three \
-             after a warm-up). CPU rows are f64 on rayon, GPU rows f32."
+             after a warm-up). CPU rows run on rayon in the precision of their row, GPU rows \
+             in f32. Each row's GB/s \
+             and fraction of copy bandwidth are those of its own device."
                 .to_string(),
         ];
         if let Some(bw) = self.bandwidth_bytes_per_s {
@@ -321,6 +404,20 @@ impl Throughput {
                  or written once.",
                 bw / 1e9
             ));
+        }
+        if let Some(bw) = self.cpu_bandwidth_bytes_per_s {
+            text.push(format!(
+                "CPU copy bandwidth measured in the same run ({} rayon threads, STREAM-like \
+                 copy of {} MiB): {:.1} GB/s (read + written). A CPU row's GB/s counts what \
+                 its loops read and write, each element once per use; the models, on the \
+                 largest packing:",
+                self.cpu_threads,
+                CPU_COPY_BYTES >> 20,
+                bw / 1e9
+            ));
+            for (solver, model) in &self.cpu_models {
+                text.push(format!("- `{solver}`: {model}."));
+            }
         }
         Ok(Section {
             heading: "Throughput".into(),
