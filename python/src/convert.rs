@@ -132,25 +132,32 @@ pub fn indices(
 }
 
 /// A matrix given as a dense 2-D float64 ndarray or as any `scipy.sparse` matrix or array
-/// (through its COO form: duplicates summed, explicit zeros kept).
+/// (through its canonical CSR form: duplicates summed, explicit zeros kept; a canonical CSR
+/// input is read as it is, the caller's matrix is never modified).
 pub fn matrix(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<CsrMatrix> {
-    if obj.cast::<PyUntypedArray>().is_err() && obj.hasattr("tocoo")? {
-        let coo = obj.call_method0("tocoo")?;
-        let (nrows, ncols): (usize, usize) = coo.getattr("shape")?.extract()?;
-        let data = vector(&coo.getattr("data")?, &format!("{name}.data"))?;
+    if obj.cast::<PyUntypedArray>().is_err() && obj.hasattr("tocsr")? {
+        let mut csr = obj.call_method0("tocsr")?;
+        if !csr.getattr("has_canonical_format")?.extract::<bool>()? {
+            csr = csr.call_method0("copy")?;
+            csr.call_method0("sum_duplicates")?;
+        }
+        let (nrows, ncols): (usize, usize) = csr.getattr("shape")?.extract()?;
+        let values = vector(&csr.getattr("data")?, &format!("{name}.data"))?;
         // scipy's index dtype is int32 or int64 by size: read both as int64.
-        let index = |field: &str| -> PyResult<Vec<i64>> {
-            let a = coo.getattr(field)?.call_method1("astype", ("int64",))?;
-            Ok(indices(&a, &format!("{name}.{field}"), 1)?.0)
+        let index = |field: &str| -> PyResult<Vec<usize>> {
+            let a = csr.getattr(field)?.call_method1("astype", ("int64",))?;
+            let (v, _) = indices(&a, &format!("{name}.{field}"), 1)?;
+            Ok(v.into_iter().map(|i| i as usize).collect())
         };
-        let (rows, cols) = (index("row")?, index("col")?);
-        let triplets: Vec<(usize, usize, f64)> = rows
-            .iter()
-            .zip(&cols)
-            .zip(&data)
-            .map(|((&i, &j), &v)| (i as usize, j as usize, v))
-            .collect();
-        return CsrMatrix::from_triplets(nrows, ncols, &triplets).map_err(|e| invalid(name, e));
+        let m = CsrMatrix {
+            nrows,
+            ncols,
+            indptr: index("indptr")?,
+            indices: index("indices")?,
+            values,
+        };
+        m.validate(name).map_err(error)?;
+        return Ok(m);
     }
     let (data, [nrows, ncols]) = dense(obj, name)?;
     // Row-major data read column-major is the transpose.
