@@ -3,6 +3,8 @@
 from os import PathLike
 from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict, Union
 
+from typing_extensions import Unpack
+
 import numpy as np
 import numpy.typing as npt
 
@@ -198,6 +200,18 @@ class Report:
     def trace(self) -> Trace:
         """Residual and time per iteration."""
 
+class SolveOptions(TypedDict, total=False):
+    """The keyword options of ``solve`` and ``check``."""
+
+    #: The residual ``tol`` applies to (default ``relative``).
+    criterion: Literal["relative", "velocity"]
+    #: Relaxation in (0, 2) (default: the solver's own).
+    omega: float
+    #: Stop as ``stalled`` after this many iterations without a better residual (10000).
+    stall_iterations: int
+    #: Bytes the prepared problem may take (default half the machine's memory).
+    max_memory: int
+
 def read(path: Path, format: Optional[str] = None) -> Problem:
     """Reads a problem file: ``.json``, ``.bin``, Siconos ``.dat``, FCLIB ``.hdf5``.
 
@@ -214,17 +228,12 @@ def solve(
     tol: float = 1e-6,
     max_iter: int = 1000,
     warm: Optional[FloatArray] = None,
-    *,
-    criterion: Literal["relative", "velocity"] = "relative",
-    omega: Optional[float] = None,
-    stall_iterations: int = 10000,
-    max_memory: int = ...,
+    **options: Unpack[SolveOptions],
 ) -> Report:
     """Solves ``problem`` with the registered solver ``solver`` (see ``solvers()``).
 
-    The interpreter is released while it runs. ``warm``: initial impulses ``(rows,)``;
-    ``criterion``: the residual ``tol`` applies to; ``omega``: relaxation in (0, 2);
-    ``max_memory``: bytes the prepared problem may take (default half the machine's).
+    The interpreter is released while it runs. ``warm``: initial impulses ``(rows,)``
+    (projected on the cones first); ``options``: see ``SolveOptions``.
     Raises ``ValueError`` for bad settings, ``RuntimeError`` for a GPU solver without a
     usable adapter.
     """
@@ -236,11 +245,7 @@ def check(
     tol: float = 1e-6,
     max_iter: int = 1000,
     warm: Optional[FloatArray] = None,
-    *,
-    criterion: Literal["relative", "velocity"] = "relative",
-    omega: Optional[float] = None,
-    stall_iterations: int = 10000,
-    max_memory: int = ...,
+    **options: Unpack[SolveOptions],
 ) -> list[Report]:
     """Solves ``problem`` with each of ``solvers`` under the same settings (as ``solve``)."""
 

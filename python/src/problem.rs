@@ -10,7 +10,11 @@ use signorini::problem::{self as sp, Cone, CsrMatrix, Operator};
 
 use crate::convert::{self, error, invalid};
 
-/// A cone complementarity problem `K ∋ γ ⊥ Nγ + r ∈ K*` (docs: `signorini/_native.pyi`).
+/// A cone complementarity problem `K ∋ γ ⊥ u = Nγ + r ∈ K*`, from `read` or built from
+/// arrays by `Problem.assembled`, `Problem.factored` or `Problem.global_`. `K` is, in this
+/// order, `bilateral` one-row bilateral blocks, `unilateral` frictionless rows, and one
+/// 3-row Coulomb cone (normal first) per entry of `mu`. Arrays are float64 (int64 indices),
+/// C-contiguous and finite, or lists; a refusal is a ValueError naming the argument.
 #[pyclass(frozen, module = "signorini")]
 pub struct Problem {
     /// The library's problem, validated.
@@ -141,7 +145,9 @@ impl Problem {
 
 #[pymethods]
 impl Problem {
-    /// An explicit Delassus matrix `W` (dense or scipy.sparse) and vector `q`.
+    /// An explicit Delassus matrix `W` (`N`: a dense ndarray or any scipy.sparse matrix,
+    /// `rows × rows`) and vector `q` (`r`, `(rows,)`), as Siconos' FC3D problems; `mu`: one
+    /// friction coefficient per contact, or a number for all; `compliance`: the diagonal `E`.
     #[staticmethod]
     #[pyo3(signature = (W, q, mu, *, bilateral=0, unilateral=0, compliance=None, name=None))]
     #[allow(non_snake_case, clippy::too_many_arguments)]
@@ -163,7 +169,11 @@ impl Problem {
         Problem::new(name, cones, operator, compliance)
     }
 
-    /// The factored form `N = J M⁻¹ Jᵀ`, `r = J v_free + b` of bodies and per-block Jacobians.
+    /// The form the simulator builds, `N = J M⁻¹ Jᵀ`, `r = J v_free + b`: `mass` `(n,)`,
+    /// `inertia` `(n, 3)` (principal moments), `v_free` `(n, 6)` (linear, world frame, then
+    /// angular, body frame), `bodies` `(blocks, 2)` int64 (the block's bodies, `-1` second:
+    /// one body), `J` `(rows, 2, 6)` (each row for the block's first and second body), `b`
+    /// `(rows,)` (default zero).
     #[staticmethod]
     #[pyo3(signature = (mass, inertia, v_free, bodies, J, mu, *, b=None, bilateral=0, unilateral=0, compliance=None, name=None))]
     #[allow(non_snake_case, clippy::too_many_arguments)]
@@ -263,8 +273,9 @@ impl Problem {
         Problem::new(name, cones, operator, compliance)
     }
 
-    /// A global problem `M v = f + H γ`, `u = Hᵀ v + w` (Siconos' GFC3D, `H` of
-    /// `ndof × rows`).
+    /// A global problem (Siconos' GFC3D) `M v = f + H γ`, `u = Hᵀ v + w`: `M` `ndof × ndof`
+    /// symmetric positive definite and `H` `ndof × rows` (dense or scipy.sparse), `f`
+    /// `(ndof,)`, `w` `(rows,)`.
     #[staticmethod]
     #[pyo3(signature = (M, H, f, w, mu, *, bilateral=0, unilateral=0, name=None))]
     #[allow(non_snake_case, clippy::too_many_arguments)]
@@ -349,7 +360,9 @@ impl Problem {
 }
 
 /// Reads a problem file (`.json`, `.bin`, Siconos `.dat`, FCLIB `.hdf5` when built with the
-/// `fclib` feature); a note on the `.dat` kind taken comes as a `UserWarning`.
+/// `fclib` feature); `format` overrides the detection from the name (json, bin, fclib,
+/// siconos-lcp, -mlcp, -fc3d, -gfc3d, -gmp). A note on the `.dat` kind taken comes as a
+/// `UserWarning`; a missing file is an OSError, a bad one a ValueError naming it.
 #[pyfunction]
 #[pyo3(signature = (path, format=None))]
 pub fn read(py: Python<'_>, path: PathBuf, format: Option<&str>) -> PyResult<Problem> {

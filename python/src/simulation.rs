@@ -22,7 +22,10 @@ struct State {
     last: Option<StepStats>,
 }
 
-/// A scene being simulated (docs: `signorini/_native.pyi`).
+/// A scene being simulated: `Simulation(scene, set=None, solver=None)` with `scene` a scene
+/// file (TOML) or a dict of its tables; `step(n)`, the bodies' `positions`, `velocities`,
+/// `angular_velocities`, `orientations`, the last step's `contacts` and `stats`, and the
+/// next step's `problem()`.
 #[pyclass(frozen, module = "signorini")]
 pub struct Simulation {
     /// Locked by a step (run without the interpreter) and by the accessors.

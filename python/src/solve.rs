@@ -14,7 +14,8 @@ use signorini::solver::{self as sv, Settings};
 use crate::convert::{self, error, invalid};
 use crate::problem::Problem;
 
-/// What a solve returns (docs: `signorini/_native.pyi`).
+/// What a solve returns: `solver`, `status`, `iterations`, `time_s`, the arrays `gamma`
+/// and `u`, the `merit` set (the CLI's JSON keys), the `residual` and the `trace`.
 #[pyclass(frozen, get_all, module = "signorini")]
 pub struct Report {
     /// The solver's registry name.
@@ -147,7 +148,11 @@ fn solve_released(
         .collect()
 }
 
-/// Solves `problem` with the registered solver `solver`.
+/// Solves `problem` with the registered solver `solver` (see `solvers()`), the interpreter
+/// released meanwhile. `friction`: ccp or coulomb; `warm`: initial impulses `(rows,)`;
+/// `options`: `criterion` (relative, velocity), `omega` (relaxation in (0, 2)),
+/// `stall_iterations`, `max_memory` (bytes). Non-convergence is a `status`; bad settings
+/// are a ValueError, a GPU solver without a usable adapter a RuntimeError.
 #[pyfunction]
 #[pyo3(signature = (problem, solver="pgs", friction="ccp", tol=1e-6, max_iter=1000, warm=None, **options))]
 #[allow(clippy::too_many_arguments)]
@@ -169,7 +174,8 @@ pub fn solve(
     Ok(reports.remove(0))
 }
 
-/// Solves `problem` with each of `solvers`, side by side; one report per solver, in order.
+/// Solves `problem` with each of `solvers`, side by side, under the settings of `solve`;
+/// one report per solver, in order.
 #[pyfunction]
 #[pyo3(signature = (problem, solvers, friction="ccp", tol=1e-6, max_iter=1000, warm=None, **options))]
 #[allow(clippy::too_many_arguments)]
