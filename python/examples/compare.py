@@ -71,10 +71,10 @@ def main() -> None:
     reports = signorini.check(problem, names, tol=args.tol, max_iter=args.max_iter)
 
     print(f"{problem!r}, tol {args.tol:g}")
-    print(f"{'solver':<12} {'status':<15} {'iter':>6} {'time (s)':>10} {'natural map':>12} {'objective':>14}")
+    print(f"{'solver':<16} {'status':<15} {'iter':>6} {'time (s)':>10} {'natural map':>12} {'objective':>14}")
     for r in reports:
         m = r.merit
-        print(f"{r.solver:<12} {r.status:<15} {r.iterations:>6} {r.time_s:>10.4f} "
+        print(f"{r.solver:<16} {r.status:<15} {r.iterations:>6} {r.time_s:>10.4f} "
               f"{m['natural_map_inf']:>12.3e} {m['objective']:>14.8g}")
     if arrays is not None:
         solved = clarabel_solve(*arrays, tol=args.tol)
@@ -82,7 +82,7 @@ def main() -> None:
             gamma, seconds = solved
             # The merit set of Clarabel's answer: signorini's, for a warm start and no iteration.
             m = signorini.solve(problem, warm=gamma, max_iter=0).merit
-            print(f"{'clarabel':<12} {'':<15} {'':>6} {seconds:>10.4f} "
+            print(f"{'clarabel':<16} {'':<15} {'':>6} {seconds:>10.4f} "
                   f"{m['natural_map_inf']:>12.3e} {m['objective']:>14.8g}")
 
     try:
