@@ -161,7 +161,7 @@ impl Problem {
         name: Option<String>,
     ) -> PyResult<Self> {
         let n = convert::matrix(W, "W")?;
-        shape(&n, "W", Some(n.ncols), None)?;
+        shape(&n, "W", Some(n.nrows), Some(n.nrows))?;
         let r = optional(Some(q), "q", n.nrows, false)?;
         let cones = cones(bilateral, unilateral, mu, n.nrows, "W")?;
         let compliance = optional(compliance, "compliance", n.nrows, true)?;
@@ -290,7 +290,7 @@ impl Problem {
         name: Option<String>,
     ) -> PyResult<Self> {
         let h = convert::matrix(M, "M")?;
-        shape(&h, "M", Some(h.ncols), None)?;
+        shape(&h, "M", Some(h.nrows), Some(h.nrows))?;
         let jt = convert::matrix(H, "H")?;
         shape(&jt, "H", Some(h.nrows), None)?;
         let f = optional(Some(f), "f", h.nrows, false)?;
