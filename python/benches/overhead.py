@@ -21,7 +21,7 @@ import scipy.sparse as sps
 import signorini
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import contact_problem  # noqa: E402  (the tests' random contact problem)
+from random_contacts import contact_problem  # noqa: E402  (the tests' random problem)
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ import numpy as np
 import signorini
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import contact_problem  # noqa: E402  (the tests' random contact problem)
+from random_contacts import contact_problem  # noqa: E402  (the tests' random problem)
 
 
 def clarabel_solve(W, q, mu, tol):

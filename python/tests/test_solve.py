@@ -12,7 +12,8 @@ import pytest
 import scipy.sparse as sps
 
 import signorini
-from conftest import SICONOS, cli_json, contact_problem
+from conftest import SICONOS, cli_json
+from random_contacts import contact_problem
 
 # Siconos problems of every kind, and solvers whose answers are deterministic.
 CLI_CASES = [
