@@ -8,7 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use signorini::app::bench::report::command_line;
-use signorini::app::bench::{self, Suite};
+use signorini::app::bench::{self, Selection};
 use signorini::app::check::{self, Check};
 use signorini::app::report::frame::FrameOptions;
 use signorini::app::report::tables;
@@ -76,7 +76,7 @@ enum Command {
     Bench {
         /// The suite: throughput, convergence, scaling, accuracy, or all (the four at their
         /// defaults).
-        suite: Suite,
+        suite: Selection,
         /// Solver names, comma-separated, or `all` (the GPU rows run their `-gpu`
         /// variants). Default: jacobi (throughput), pgs,jacobi (scaling), all (others).
         #[arg(long, value_delimiter = ',')]
@@ -169,6 +169,11 @@ enum Command {
         /// no GPU adapter exists).
         #[arg(long, default_value = "cpu")]
         device: Device,
+        /// With a GPU solver: auto takes the GPU-resident step (collision, assembly, solve
+        /// and integration on the GPU) where the scene qualifies (spheres against planes,
+        /// `jacobi-gpu`); gpu-solve keeps collision and assembly on the CPU.
+        #[arg(long, default_value = "auto")]
+        pipeline: PipelineChoice,
         /// Exit with status 3 when a step missed the solver's tolerance (4 when one had no
         /// usable answer); the summary counts them either way.
         #[arg(long)]
@@ -210,9 +215,19 @@ enum Command {
     },
 }
 
+/// `simulate --pipeline`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum PipelineChoice {
+    /// The GPU-resident step where the scene and solver qualify.
+    Auto,
+    /// Collision and assembly on the CPU, the solve on the GPU.
+    GpuSolve,
+}
+
 /// How a command ended, and its exit status: 0 done (every solve converged), 3 an answer
 /// that missed the tolerance, 4 no usable answer; 1 is an error, 2 a usage error (clap).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Ordered from best to worst: a command of several solves ends with the worst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Outcome {
     /// Exit status 0.
     Done,
@@ -239,6 +254,8 @@ fn limits(max_memory: Option<u64>) -> Limits {
 }
 
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    private_runtime_dir::ensure();
     match dispatch(Cli::parse()) {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Missed) => ExitCode::from(3),
@@ -247,6 +264,75 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A private `XDG_RUNTIME_DIR` for the Vulkan loader: without one, Mesa's drivers (through
+/// libwayland) print "error: XDG_RUNTIME_DIR is invalid or not set" on every adapter query.
+/// The crate forbids `unsafe`, so the variable cannot be set in this process: the binary runs
+/// itself again with it set instead.
+#[cfg(unix)]
+mod private_runtime_dir {
+    use std::ffi::OsString;
+    use std::fs;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    use std::path::{Path, PathBuf};
+
+    /// Set in the re-executed process, so that it never runs itself again.
+    const GUARD: &str = "SIGNORINI_RUNTIME_DIR_SET";
+
+    /// Whether `dir` is a runtime directory by the XDG spec: an absolute path to a directory
+    /// owned by `uid` with mode 0700 (symbolic links not followed).
+    fn private(dir: &Path, uid: u32) -> bool {
+        dir.is_absolute()
+            && fs::symlink_metadata(dir).is_ok_and(|m| {
+                m.is_dir() && m.uid() == uid && m.permissions().mode() & 0o777 == 0o700
+            })
+    }
+
+    /// `$TMPDIR/signorini-runtime-<uid>`, created with mode 0700 (or its mode repaired when
+    /// it is ours); `None` when it cannot be made private (someone else's, not writable).
+    fn make(uid: u32) -> Option<PathBuf> {
+        let dir = std::env::temp_dir().join(format!("signorini-runtime-{uid}"));
+        if fs::symlink_metadata(&dir).is_err() {
+            fs::DirBuilder::new().mode(0o700).create(&dir).ok()?;
+        }
+        let meta = fs::symlink_metadata(&dir).ok()?;
+        if meta.is_dir() && meta.uid() == uid && meta.permissions().mode() & 0o777 != 0o700 {
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).ok()?;
+        }
+        private(&dir, uid).then_some(dir)
+    }
+
+    /// Runs this binary again, same arguments, with `XDG_RUNTIME_DIR` set to a private
+    /// directory when the current one is unset or not private; returns (and the process goes
+    /// on as it is) when it already is, when no private one can be made, or when this is the
+    /// re-executed process. The user id is the owner of `/proc/self` (Linux, where Mesa is;
+    /// elsewhere nothing is done).
+    pub fn ensure() {
+        if std::env::var_os(GUARD).is_some() {
+            return;
+        }
+        let Ok(uid) = fs::metadata("/proc/self").map(|m| m.uid()) else {
+            return;
+        };
+        let current = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
+        if current.is_some_and(|dir| private(&dir, uid)) {
+            return;
+        }
+        let (Some(dir), Ok(exe)) = (make(uid), std::env::current_exe()) else {
+            return;
+        };
+        let mut args = std::env::args_os();
+        let arg0 = args.next().unwrap_or_else(|| OsString::from("signorini"));
+        // `exec` returns only on failure: then this process goes on without the variable.
+        let _ = std::process::Command::new(exe)
+            .arg0(arg0)
+            .args(args)
+            .env("XDG_RUNTIME_DIR", dir)
+            .env(GUARD, "1")
+            .exec();
     }
 }
 
@@ -344,6 +430,7 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
             dump_format,
             json_summary,
             device,
+            pipeline,
             require_convergence,
             max_memory,
         } => {
@@ -368,6 +455,7 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                 dump_steps: dump_step,
                 dump_every,
                 dump_format,
+                gpu_solve_only: pipeline == PipelineChoice::GpuSolve,
             };
             let bar = ProgressBar::new(steps as u64).with_style(
                 ProgressStyle::with_template(
@@ -387,6 +475,10 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                 println!("{}", serde_json::to_string(&summary).expect("serializable"));
             } else {
                 print!("{}", tables::summary(&summary, &outputs.dir));
+            }
+            if let Some(stopped) = &summary.stopped {
+                eprintln!("error: the run stopped at {stopped}");
+                return Ok(Outcome::NoAnswer);
             }
             if require_convergence {
                 return Ok(if summary.steps_without_answer > 0 {
@@ -442,6 +534,12 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                 .map(|name| pick(name, options.device))
                 .collect::<signorini::Result<Vec<_>>>()?;
             let check = Check::run(&sys, &settings, &solvers)?;
+            let outcome = check
+                .reports
+                .iter()
+                .map(|r| Outcome::of(r.status))
+                .max()
+                .unwrap_or(Outcome::Done);
             if let Some(path) = &plot {
                 check.write_plot(path, sys.name())?;
             }
@@ -463,6 +561,7 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                     check.max_difference
                 );
             }
+            return Ok(outcome);
         }
     }
     Ok(Outcome::Done)

@@ -1,7 +1,8 @@
 //! The kernels of the GPU path (DESIGN §4): every registered kernel against its CPU `f32`
 //! mirror, in one loop over the registry on inputs generated from each binding's declared
-//! [`Data`]; the registry's bindings and the host structs against the WGSL (naga's
-//! reflection).
+//! [`Data`] (the solvers' kernels) and on the inputs the mirror executor recorded while
+//! stepping scenes (every kernel of the GPU time step, and the solver kernels it runs); the
+//! registry's bindings and the host structs against the WGSL (naga's reflection).
 //!
 //! Without an adapter the parity test fails unless `SIGNORINI_SKIP_GPU=1` is set (then it is
 //! skipped with a note); CI installs Mesa's lavapipe, so every shader runs there.
@@ -10,12 +11,14 @@ mod common;
 use common::Rng;
 use common::gpu::{context, random_cone, random_problem};
 
-use signorini::gpu::kernels::{self, Access, Binding, Data, Domain};
+use signorini::gpu::kernels::{self, Access, Binding, Data, Domain, Kernel};
+use signorini::gpu::step::{GpuBody, GpuContact, GpuPlane, MirrorExec, Span, StepGate, StepParams};
 use signorini::gpu::{
     ApgdState, Apply, GpuBlock, GpuLink, MAX_GLL, Monitor, Params, Partial, ProblemData, Reduce,
     SLOT_A, SLOT_B, SLOT_C, SLOT_RESIDUAL, SLOTS, SpgConfig, SpgState, dispatch_once,
 };
 use signorini::problem::{Assembled, Cone, CsrMatrix, FrictionModel, Operator, Problem, System};
+use signorini::sim::Resident;
 use signorini::solver::Settings;
 
 /// Largest distance in units in the last place between two `f32` buffers.
@@ -64,9 +67,31 @@ fn words(data: Data) -> (usize, &'static [usize]) {
         Data::SpgState => (8 + MAX_GLL, &[2, 3, 4, 5, 6, 7]),
         // lipschitz, step, theta, beta; accepted, padding.
         Data::ApgdState => (8, &[4, 5, 6, 7]),
-        Data::LinksPtr | Data::Indptr | Data::Indices => (1, &[0]),
+        Data::LinksPtr | Data::Indptr | Data::Indices | Data::Words | Data::Scattered => (1, &[0]),
+        // kind, dim, row, jac, body0, body1; mu, eta.
+        Data::Blocks => (8, &[0, 1, 2, 3, 4, 5]),
+        Data::Links | Data::Cells | Data::StepGate => (4, &[0, 1, 2, 3]),
+        // owner, other, padding; the normal and the gap.
+        Data::Contacts => (8, &[0, 1, 2, 3]),
+        // n_bodies, n_blocks, n_rows, coulomb; omega, r_norm; criterion, max_dim.
+        Data::SolverParams => (8, &[0, 1, 2, 3, 6, 7]),
         _ => (1, &[]),
     }
+}
+
+/// The item indices of a counting sort's scatter with each key's segment (`starts`) put in
+/// order: the atomics' order within a segment is free, the segment's set is not.
+fn ordered_segments(sorted: &[u8], starts: &[u8]) -> Vec<u8> {
+    let mut items: Vec<u32> = bytemuck::pod_collect_to_vec(sorted);
+    let starts: Vec<u32> = bytemuck::pod_collect_to_vec(starts);
+    for w in starts.windows(2) {
+        // Past the last key the buffer's padding (zeros) ends the starts.
+        let (a, b) = (w[0] as usize, (w[1] as usize).min(items.len()));
+        if a < b {
+            items[a..b].sort_unstable();
+        }
+    }
+    bytes(&items)
 }
 
 /// Compares a written binding: integer words exactly, `f32` words within the parity bound;
@@ -309,6 +334,17 @@ fn cases(binding: &Binding, d: &ProblemData, rng: &mut Rng) -> Option<Vec<Vec<u8
         Data::BodyComponents => one(bytes(&random_vec(rng, 6 * p.n_bodies as usize, -1.0, 1.0))),
         Data::Partials => one(bytes(&random_partials(rng, PARTS, -1.0))),
         Data::Blocks => one(bytes(&d.blocks)),
+        // The time step's data: recorded from stepping scenes ([`traced`]), not generated.
+        Data::StepParams
+        | Data::Span
+        | Data::Spheres
+        | Data::Planes
+        | Data::Contacts
+        | Data::Cells
+        | Data::Words
+        | Data::Scattered
+        | Data::SolverParams
+        | Data::StepGate => None,
         // The operator's arrays, found by binding name in the problem's form.
         Data::LinksPtr
         | Data::Links
@@ -324,56 +360,134 @@ fn cases(binding: &Binding, d: &ProblemData, rng: &mut Rng) -> Option<Vec<Vec<u8
     }
 }
 
+/// The dispatches the mirror executor ran while stepping `balls_in_box` (friction: 3-row
+/// blocks) and `shaker` (frictionless, moving walls; a tolerance its first convergence test
+/// meets) at 300 spheres for two steps of 13 Jacobi iterations (the second step
+/// warm-started), and `balls_in_box` with room for one contact per sphere (the overflowed
+/// step, then the grown room): the first three of each kernel, with their inputs.
+fn traced() -> Vec<signorini::gpu::step::Dispatch> {
+    let mut out = Vec::new();
+    for (name, room, tol) in [
+        ("balls_in_box", 4, 1e-3),
+        ("shaker", 4, 1e3),
+        ("balls_in_box", 1, 1e-3),
+    ] {
+        let path = format!("{}/scenes/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        let sets = [("lattice.0.count".to_string(), "300".to_string())];
+        let mut world = signorini::sim::scene::load(std::path::Path::new(&path), &sets)
+            .unwrap()
+            .world;
+        world.settings.max_iter = 13;
+        world.settings.tol = tol;
+        let mut res = Resident::with_room(MirrorExec::tracing(3), &world, u64::MAX, room).unwrap();
+        for _ in 0..2 {
+            res.step().unwrap();
+        }
+        res.flush().unwrap();
+        out.extend(res.pipeline_mut().executor().trace.iter().cloned());
+    }
+    // The mirror's scatter leaves each segment in item order; the device's atomics may
+    // leave any order: the segment sort's inputs also with every segment reversed.
+    let reversed: Vec<_> = out
+        .iter()
+        .filter(|d| d.kernel.name == kernels::STEP_SORT_SEGMENTS.name)
+        .map(|d| {
+            let mut d = d.clone();
+            let span: Span = bytemuck::pod_read_unaligned(&d.contents[0][..16]);
+            let starts: Vec<u32> = bytemuck::pod_collect_to_vec(&d.contents[1]);
+            let mut sorted: Vec<u32> = bytemuck::pod_collect_to_vec(&d.contents[2]);
+            for k in 0..span.keys as usize {
+                sorted[starts[k] as usize..starts[k + 1] as usize].reverse();
+            }
+            d.contents[2] = bytes(&sorted);
+            d
+        })
+        .collect();
+    out.extend(reversed);
+    out
+}
+
+/// The runs of `kernel` on the problem forms: every combination of its bindings' generated
+/// cases on each form that provides them, as `(items, contents)`.
+fn generated(kernel: &Kernel, forms: &[ProblemData], rng: &mut Rng) -> Vec<(u32, Vec<Vec<u8>>)> {
+    let mut runs = Vec::new();
+    for d in forms {
+        let Some(cases) = kernel
+            .bindings
+            .iter()
+            .map(|b| cases(b, d, rng))
+            .collect::<Option<Vec<_>>>()
+        else {
+            continue;
+        };
+        let items = match kernel.domain {
+            Domain::BodyComponents => 6 * d.params.n_bodies,
+            Domain::Blocks => d.params.n_blocks,
+            Domain::Rows => d.params.n_rows,
+            Domain::Single => 1,
+            Domain::Items => unreachable!("the time step's kernels take traced inputs"),
+        };
+        let combinations: usize = cases.iter().map(Vec::len).product();
+        for n in 0..combinations {
+            let mut rest = n;
+            let contents = cases
+                .iter()
+                .map(|c| {
+                    let i = rest % c.len();
+                    rest /= c.len();
+                    c[i].clone()
+                })
+                .collect();
+            runs.push((items, contents));
+        }
+    }
+    runs
+}
+
 /// Every kernel of the registry against its CPU mirror, on every combination of its
-/// bindings' cases, on each problem form that provides its bindings, within [`PARITY_EPS`];
-/// every buffer a kernel writes changes in at least one case.
+/// bindings' generated cases on each problem form that provides them and on the recorded
+/// inputs of the time step ([`traced`]), within [`PARITY_EPS`]; every buffer a kernel writes
+/// changes in at least one case.
 #[test]
 fn every_kernel_matches_its_cpu_mirror() {
     let Some(ctx) = context() else { return };
     let forms = [factored(), assembled()];
+    let trace = traced();
     let mut rng = Rng(99);
     for kernel in kernels::ALL {
-        let (mut runs, mut ulps) = (0, 0);
-        let mut moved = vec![false; kernel.bindings.len()];
-        for d in &forms {
-            let Some(cases) = kernel
-                .bindings
+        let mut runs = generated(kernel, &forms, &mut rng);
+        runs.extend(
+            trace
                 .iter()
-                .map(|b| cases(b, d, &mut rng))
-                .collect::<Option<Vec<_>>>()
-            else {
-                continue;
-            };
-            let items = match kernel.domain {
-                Domain::BodyComponents => 6 * d.params.n_bodies,
-                Domain::Blocks => d.params.n_blocks,
-                Domain::Rows => d.params.n_rows,
-                Domain::Single => 1,
-            };
-            let combinations: usize = cases.iter().map(Vec::len).product();
-            for n in 0..combinations {
-                let mut rest = n;
-                let contents: Vec<&[u8]> = cases
-                    .iter()
-                    .map(|c| {
-                        let i = rest % c.len();
-                        rest /= c.len();
-                        c[i].as_slice()
-                    })
-                    .collect();
-                let gpu = dispatch_once(&ctx, kernel, items, &contents).unwrap();
-                let cpu = kernel.mirror_once(&contents).unwrap();
-                for (i, binding) in kernel.bindings.iter().enumerate() {
-                    if binding.access == Access::Write {
-                        let what = format!("{} `{}` (case {n})", kernel.name, binding.name);
-                        ulps = ulps.max(compare(&what, binding.data, &gpu[i], &cpu[i]));
-                        moved[i] |= cpu[i] != contents[i];
-                    }
+                .filter(|d| d.kernel.name == kernel.name)
+                .map(|d| (d.items, d.contents.clone())),
+        );
+        assert!(!runs.is_empty(), "{}: no case binds it", kernel.name);
+        let mut ulps = 0;
+        let mut moved = vec![false; kernel.bindings.len()];
+        for (n, (items, contents)) in runs.iter().enumerate() {
+            let contents: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+            let gpu = dispatch_once(&ctx, kernel, *items, &contents).unwrap();
+            let cpu = kernel.mirror_once(&contents).unwrap();
+            for (i, binding) in kernel.bindings.iter().enumerate() {
+                if binding.access != Access::Write {
+                    continue;
                 }
-                runs += 1;
+                let what = format!("{} `{}` (case {n})", kernel.name, binding.name);
+                let (g, c) = if binding.data == Data::Scattered {
+                    let starts = kernel.bindings.iter().position(|b| b.name == "starts");
+                    let starts = contents[starts.expect("a scatter binds `starts`")];
+                    (
+                        ordered_segments(&gpu[i], starts),
+                        ordered_segments(&cpu[i], starts),
+                    )
+                } else {
+                    (gpu[i].clone(), cpu[i].clone())
+                };
+                ulps = ulps.max(compare(&what, binding.data, &g, &c));
+                moved[i] |= cpu[i] != contents[i];
             }
         }
-        assert!(runs > 0, "{}: no problem form binds it", kernel.name);
         for (binding, moved) in kernel.bindings.iter().zip(moved) {
             assert!(
                 moved || binding.access != Access::Write,
@@ -382,7 +496,7 @@ fn every_kernel_matches_its_cpu_mirror() {
                 binding.name
             );
         }
-        eprintln!("{}: {runs} cases, max {ulps} ulps", kernel.name);
+        eprintln!("{}: {} cases, max {ulps} ulps", kernel.name, runs.len());
     }
 }
 
@@ -402,8 +516,18 @@ fn wgsl_type(data: Data) -> &'static str {
         | Data::Jacobian
         | Data::MinvJac
         | Data::Values => "array<f32>",
-        Data::LinksPtr | Data::Indptr | Data::Indices => "array<u32>",
+        Data::LinksPtr | Data::Indptr | Data::Indices | Data::Words | Data::Scattered => {
+            "array<u32>"
+        }
         Data::Blocks => "array<GpuBlock>",
+        Data::StepParams => "StepParams",
+        Data::Span => "Span",
+        Data::Spheres => "array<GpuBody>",
+        Data::Planes => "array<GpuPlane>",
+        Data::Contacts => "array<GpuContact>",
+        Data::Cells => "array<vec4<i32>>",
+        Data::SolverParams => "array<Params>",
+        Data::StepGate => "StepGate",
         Data::Links => "array<GpuLink>",
         Data::Partials | Data::Scalars => "array<Partial>",
     }
@@ -414,12 +538,20 @@ fn type_name(module: &naga::Module, ty: naga::Handle<naga::Type>) -> String {
     let t = &module.types[ty];
     match &t.inner {
         naga::TypeInner::Array { base, .. } => format!("array<{}>", type_name(module, *base)),
-        naga::TypeInner::Scalar(s) => format!("{:?}{}", s.kind, 8 * s.width)
-            .replace("Float", "f")
-            .replace("Uint", "u")
-            .replace("Sint", "i"),
+        naga::TypeInner::Scalar(s) | naga::TypeInner::Atomic(s) => scalar_name(*s),
+        naga::TypeInner::Vector { size, scalar } => {
+            format!("vec{}<{}>", *size as u8, scalar_name(*scalar))
+        }
         _ => t.name.clone().unwrap_or_default(),
     }
+}
+
+/// A scalar type as WGSL writes it (`f32`, `u32`, `i32`); an atomic is named by its scalar.
+fn scalar_name(s: naga::Scalar) -> String {
+    format!("{:?}{}", s.kind, 8 * s.width)
+        .replace("Float", "f")
+        .replace("Uint", "u")
+        .replace("Sint", "i")
 }
 
 /// Every registered kernel's bindings are the WGSL's: group 0, bindings `0..n` in order,
@@ -491,10 +623,12 @@ fn wgsl_layout(source: &str, name: &str) -> (u32, Vec<(String, u32)>) {
 #[test]
 fn host_structs_match_the_shaders() {
     use std::mem::{offset_of, size_of};
-    let common = kernels::REDUCE.wgsl();
+    // The solvers' structs in `reduce`'s module, the time step's in the narrow phase's
+    // (which uses each of them: a module keeps only the types it uses).
+    let (solver, step) = (kernels::REDUCE.wgsl(), kernels::STEP_NARROW.wgsl());
     macro_rules! check {
-        ($ty:ident { $($field:ident),* }) => {{
-            let (size, fields) = wgsl_layout(&common, stringify!($ty));
+        ($module:ident: $ty:ident { $($field:ident),* }) => {{
+            let (size, fields) = wgsl_layout(&$module, stringify!($ty));
             assert_eq!(size as usize, size_of::<$ty>(), "{}", stringify!($ty));
             for (name, offset) in [$((stringify!($field), offset_of!($ty, $field))),*] {
                 let wgsl = fields.iter().find(|(n, _)| n == name);
@@ -502,7 +636,7 @@ fn host_structs_match_the_shaders() {
             }
         }};
     }
-    check!(Params {
+    check!(solver: Params {
         n_bodies,
         n_blocks,
         n_rows,
@@ -512,8 +646,8 @@ fn host_structs_match_the_shaders() {
         criterion,
         max_dim
     });
-    check!(GpuLink { minv_row, row, dim });
-    check!(GpuBlock {
+    check!(solver: GpuLink { minv_row, row, dim });
+    check!(solver: GpuBlock {
         kind,
         dim,
         row,
@@ -523,8 +657,8 @@ fn host_structs_match_the_shaders() {
         mu,
         eta
     });
-    check!(Partial { sums, maxes });
-    check!(Monitor {
+    check!(solver: Partial { sums, maxes });
+    check!(solver: Monitor {
         inf,
         two,
         relative,
@@ -536,9 +670,9 @@ fn host_structs_match_the_shaders() {
         improved,
         measures
     });
-    check!(Apply { add_r });
-    check!(Reduce { count, slot });
-    check!(SpgConfig {
+    check!(solver: Apply { add_r });
+    check!(solver: Reduce { count, slot });
+    check!(solver: SpgConfig {
         alpha_min,
         alpha_max,
         armijo,
@@ -547,7 +681,7 @@ fn host_structs_match_the_shaders() {
         n_gll,
         fallback
     });
-    check!(SpgState {
+    check!(solver: SpgState {
         alpha,
         lambda,
         j,
@@ -555,12 +689,54 @@ fn host_structs_match_the_shaders() {
         hist_head,
         history
     });
-    check!(ApgdState {
+    check!(solver: ApgdState {
         lipschitz,
         step,
         theta,
         beta,
         accepted
+    });
+    check!(step: StepParams {
+        n_bodies,
+        n_planes,
+        mask,
+        capacity,
+        cell,
+        envelope,
+        dt,
+        max_recovery,
+        gravity,
+        dim,
+        compliance,
+        coulomb,
+        omega,
+        tol,
+        criterion,
+        max_iter
+    });
+    let gate = kernels::STEP_GATE.wgsl();
+    check!(gate: StepGate {
+        iterations,
+        converged
+    });
+    check!(step: Span { count, keys, mode });
+    check!(step: GpuBody {
+        pos,
+        quat,
+        vel,
+        omega,
+        inv,
+        props
+    });
+    check!(step: GpuPlane {
+        normal,
+        point,
+        velocity
+    });
+    check!(step: GpuContact {
+        owner,
+        other,
+        normal
     });
     // The history holds MAX_GLL values on both sides.
     assert_eq!(size_of::<SpgState>(), 32 + 4 * MAX_GLL);

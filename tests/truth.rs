@@ -337,6 +337,114 @@ fn exit_codes_tell_whether_the_tolerance_was_met() {
     );
     assert_eq!(solve(&["--solver", "nope"]), Some(1));
     assert_eq!(cli(&["solve"]).status.code(), Some(2));
+    // No usable answer: the interior point finds contradictory contacts infeasible.
+    let contradictory = contradictory_file(&fresh_dir("truth-solve-exit"));
+    let out = cli(&[
+        "solve",
+        contradictory.to_str().unwrap(),
+        "--solver",
+        "ip",
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (out.status.code(), report["status"].as_str()),
+        (Some(4), Some("infeasible"))
+    );
+}
+
+const DOWN: [f64; 6] = [0.0, 0.0, 1.0, 0.0, 0.0, 0.0];
+
+/// A ball held by contradictory contacts (`v_z ≥ −1` and `v_z ≤ −2`), which the interior
+/// point reports infeasible, written to `dir/contradictory.json`.
+fn contradictory_file(dir: &std::path::Path) -> PathBuf {
+    let up = [0.0, 0.0, -1.0, 0.0, 0.0, 0.0];
+    let mut p = factored(
+        vec![body(1.0, [0.0; 6])],
+        vec![Cone::Unilateral, Cone::Unilateral],
+        vec![on_body(0, vec![DOWN]), on_body(0, vec![up])],
+    );
+    if let Operator::Factored(f) = &mut p.operator {
+        f.b = vec![1.0, -2.0];
+    }
+    let path = dir.join("contradictory.json");
+    io::write(&p, &path, None).unwrap();
+    path
+}
+
+/// `--max-memory` on the command line: `solve`, `check` and `simulate` refuse what would not
+/// fit, with the estimate and the limit, before anything is built or written (exit 1).
+#[test]
+fn max_memory_on_the_command_line_refuses_before_anything_is_built() {
+    let file = siconos("fc3d/Rover4144.dat");
+    let scene = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenes/balls_in_box.toml");
+    let out_dir = fresh_dir("truth-max-memory").join("run");
+    for args in [
+        vec!["solve", file.to_str().unwrap(), "--max-memory", "1K"],
+        vec!["check", file.to_str().unwrap(), "--max-memory", "1K"],
+        vec![
+            "simulate",
+            scene.to_str().unwrap(),
+            "--max-memory",
+            "100K",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    ] {
+        let out = cli(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("would need") && err.contains("more than the memory limit of"),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    assert!(!out_dir.exists());
+    // The same problem within the default limit is solved.
+    assert_eq!(
+        cli(&["solve", file.to_str().unwrap()]).status.code(),
+        Some(0)
+    );
+}
+
+/// `check` exits by the worst of its solves: 0 when every solver converged, 3 when one
+/// missed the tolerance, 4 when one had no usable answer.
+#[test]
+fn check_exits_by_the_worst_of_its_solves() {
+    let dir = fresh_dir("truth-check-exit");
+    // A ball falling onto the ground.
+    let resting = factored(
+        vec![body(1.0, [0.0, 0.0, -G * H, 0.0, 0.0, 0.0])],
+        vec![Cone::Unilateral],
+        vec![on_body(0, vec![DOWN])],
+    );
+    let resting_file = dir.join("resting.json");
+    io::write(&resting, &resting_file, None).unwrap();
+    let contradictory_file = contradictory_file(&dir);
+    let check = |file: &PathBuf, extra: &[&str]| {
+        let mut args = vec!["check", file.to_str().unwrap(), "--json"];
+        args.extend_from_slice(extra);
+        let out = cli(&args);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let statuses: Vec<String> = v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["status"].as_str().unwrap().to_string())
+            .collect();
+        (out.status.code(), statuses)
+    };
+    assert_eq!(
+        check(&resting_file, &["--solvers", "ip,pgs"]),
+        (Some(0), vec!["converged".into(), "converged".into()])
+    );
+    let capped = siconos("fc3d/FrictionContact3D_1c.dat");
+    let (code, statuses) = check(&capped, &["--solvers", "ip,pgs", "--max-iter", "5"]);
+    assert_eq!((code, statuses[1].as_str()), (Some(3), "max_iterations"));
+    let (code, statuses) = check(&contradictory_file, &["--solvers", "pgs,ip"]);
+    assert_eq!((code, statuses[1].as_str()), (Some(4), "infeasible"));
+    assert_ne!(statuses[0], "infeasible");
 }
 
 #[test]
@@ -394,7 +502,8 @@ fn simulate_reports_missed_steps_and_owns_its_folder() {
         "{summary}"
     );
     assert_eq!(summary["tolerance"], 1e-14);
-    // A run that fails before its first step leaves nothing behind.
+    // A run that fails before its first step (the dump of step 1 into a read-only format,
+    // after the folder was made) leaves nothing behind.
     let fresh = dir.join("never");
     let a = [
         "simulate",
@@ -404,13 +513,112 @@ fn simulate_reports_missed_steps_and_owns_its_folder() {
         "--dump-step",
         "1",
         "--dump-format",
-        "fclib",
+        "siconos-fc3d",
         "--out",
         fresh.to_str().unwrap(),
     ];
     let out = cli(&a);
-    if !cfg!(feature = "fclib") {
-        assert_eq!(out.status.code(), Some(1));
-        assert!(!fresh.exists());
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!fresh.exists());
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_vulkan_loader_is_quiet_without_a_runtime_dir() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if gpu::context().is_none() {
+        return;
     }
+    let tmp = fresh_dir("truth-runtime-dir");
+    let run = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_signorini"))
+            .arg("info")
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap()
+    };
+    let uid = std::fs::metadata("/proc/self").unwrap().uid();
+    let private = tmp.join(format!("signorini-runtime-{uid}"));
+    for _ in 0..2 {
+        // The first run makes the private folder, the second finds it opened up and closes it.
+        let out = run();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(!err.contains("XDG_RUNTIME_DIR"), "{err}");
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("0: "));
+        let meta = std::fs::symlink_metadata(&private).unwrap();
+        assert!(meta.is_dir() && meta.uid() == uid);
+        assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// The README's main job as shipped (`simulate scenes/balls_in_box.toml`, all 100 steps of
+/// its `run.steps`): at least 95 % of the steps meet the scene's tolerance, as its summary
+/// counts them.
+#[test]
+fn the_main_job_meets_its_tolerance_on_95_percent_of_its_steps() {
+    let scene = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenes/balls_in_box.toml");
+    let dir = fresh_dir("truth-main-job");
+    let out = cli(&[
+        "simulate",
+        scene.to_str().unwrap(),
+        "--snapshot-every",
+        "0",
+        "--json-summary",
+        "--require-convergence",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let steps = summary["steps"].as_u64().unwrap();
+    let missed = summary["steps_not_converged"].as_u64().unwrap();
+    assert_eq!((steps, summary["tolerance"].as_f64()), (100, Some(1e-3)));
+    assert!(
+        20 * missed <= steps,
+        "{missed} of {steps} missed: {summary}"
+    );
+    assert_eq!(out.status.code(), Some(if missed == 0 { 0 } else { 3 }));
+}
+
+/// The rule of `tests/common/gpu.rs`, on this binary's own GPU test with an adapter name
+/// that matches none: it fails, unless `SIGNORINI_SKIP_GPU=1` skips it with a note.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_gpu_test_without_an_adapter_fails_unless_skipped() {
+    let run = |skip: bool| {
+        let mut test = std::process::Command::new(std::env::current_exe().unwrap());
+        test.args([
+            "--exact",
+            "the_vulkan_loader_is_quiet_without_a_runtime_dir",
+            "--nocapture",
+        ])
+        .env("SIGNORINI_ADAPTER", "no-such-adapter")
+        .env_remove(gpu::SKIP_ENV);
+        if skip {
+            test.env(gpu::SKIP_ENV, "1");
+        }
+        let out = test.output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    let (passed, text) = run(false);
+    assert!(
+        !passed && text.contains("the GPU tests need an adapter"),
+        "{text}"
+    );
+    let (passed, text) = run(true);
+    assert!(passed && text.contains("skipping a GPU test"), "{text}");
+    assert!(text.contains("1 passed"), "{text}");
 }

@@ -6,6 +6,7 @@
 //! a run that fails before its first step leaves nothing behind.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -13,9 +14,11 @@ use serde::Serialize;
 use super::report::frame::{FrameOptions, RunFrames};
 use super::report::{SceneView, StepsCsv, write_pvd, write_vtk};
 use crate::error::{Error, Result};
+use crate::gpu::GpuContext;
 use crate::problem::io::Format;
+use crate::sim::resident::{self, Resident};
 use crate::sim::scene::Scene;
-use crate::sim::{Pose, Shape, StepStats};
+use crate::sim::{Pose, Shape, StepStats, World};
 use crate::solver::{Criterion, Runner, Status};
 
 /// What a run writes besides `steps.csv`.
@@ -35,6 +38,33 @@ pub struct Outputs {
     pub dump_every: usize,
     /// The format of the dumped problems.
     pub dump_format: Format,
+    /// Keep collision detection and assembly on the CPU (the `gpu-solve` pipeline) even
+    /// where the scene qualifies for the GPU-resident step.
+    pub gpu_solve_only: bool,
+}
+
+/// Where a run's steps happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pipeline {
+    /// Collision, assembly, solve and integration on the CPU.
+    #[default]
+    Cpu,
+    /// Collision and assembly on the CPU, the solve on the GPU.
+    GpuSolve,
+    /// The whole step on the GPU, the state resident there ([`crate::sim::resident`]).
+    GpuResident,
+}
+
+impl Pipeline {
+    /// Its name in the summary and the JSON (`cpu`, `gpu-solve`, `gpu-resident`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Pipeline::Cpu => "cpu",
+            Pipeline::GpuSolve => "gpu-solve",
+            Pipeline::GpuResident => "gpu-resident",
+        }
+    }
 }
 
 impl Outputs {
@@ -51,6 +81,11 @@ pub struct Summary {
     pub scene: String,
     /// Solver name.
     pub solver: String,
+    /// Where the steps ran.
+    pub pipeline: Pipeline,
+    /// Why the run did not take the GPU-resident pipeline with a GPU solver (empty
+    /// otherwise).
+    pub pipeline_note: String,
     /// Steps taken.
     pub steps: usize,
     /// Bodies.
@@ -96,6 +131,13 @@ pub struct Summary {
     pub solve_s: f64,
     /// Time in outputs (CSV, snapshots, VTK), s.
     pub output_s: f64,
+    /// Host time per step outside outputs and outside waiting on the GPU, s. On the
+    /// GPU-resident pipeline: recording, submitting and reading back the statistics; on
+    /// the CPU: the whole step; on `gpu-solve`: collision, assembly and the solve's host
+    /// side including its waits (an upper bound).
+    pub host_s: f64,
+    /// The step at which the run stopped early and why (a non-finite state), if it did.
+    pub stopped: Option<String>,
     /// Snapshots written.
     pub snapshots: usize,
 }
@@ -286,49 +328,82 @@ fn steps_of(
     };
     let mut frames = Vec::new();
     let mut total_iterations = 0;
-    for k in 1..=steps {
-        if outputs.dumps(k) {
-            let problem = world.problem().problem;
-            let ext = outputs.dump_format.extension();
-            let path = folder.prepare()?.join(format!("problem_{k:04}.{ext}"));
-            crate::problem::io::write(&problem, &path, Some(outputs.dump_format))?;
-        }
-        let (stats, report) = world.step_with_report(solver)?;
-        let out_start = Instant::now();
-        let csv = match &mut csv {
-            Some(csv) => csv,
-            None => csv.insert(StepsCsv::create(&folder.prepare()?.join("steps.csv"))?),
+    let mut resident = resident_for(world, solver, outputs, summary)?;
+    let first = world.steps;
+    let every = outputs.snapshot_every;
+    let mut host_s = 0.0;
+    'run: for k in 1..=steps {
+        let due = every > 0 && (first + k) % every == 0;
+        let rows = match &mut resident {
+            None => {
+                if outputs.dumps(k) {
+                    let problem = world.problem().problem;
+                    let ext = outputs.dump_format.extension();
+                    let path = folder.prepare()?.join(format!("problem_{k:04}.{ext}"));
+                    crate::problem::io::write(&problem, &path, Some(outputs.dump_format))?;
+                }
+                let (stats, report) = world.step_with_report(solver)?;
+                host_s += stats.collision_s + stats.assembly_s + stats.solve_s;
+                vec![(stats, world.settings.criterion.of(&report.residual))]
+            }
+            Some(res) => {
+                let mut rows = res.step()?;
+                if due || k == steps {
+                    rows.extend(res.flush()?);
+                }
+                rows
+            }
         };
-        csv.write(&stats)?;
-        summary.steps = stats.step;
-        summary.count(stats.status, world.settings.criterion.of(&report.residual));
-        summary.max_contacts = summary.max_contacts.max(stats.contacts);
-        summary.bilateral_rows = stats.bilateral_rows;
-        total_iterations += stats.iterations;
-        summary.max_iterations = summary.max_iterations.max(stats.iterations);
-        summary.max_residual = summary.max_residual.max(stats.residual);
-        summary.max_penetration = summary.max_penetration.max(stats.max_penetration);
-        summary.final_kinetic_energy = stats.kinetic_energy;
-        summary.collision_s += stats.collision_s;
-        summary.assembly_s += stats.assembly_s;
-        summary.solve_s += stats.solve_s;
-        if let Some(shots) = snapshots
-            .as_mut()
-            .filter(|_| stats.step % outputs.snapshot_every == 0)
-        {
-            let name = format!("frame_{:04}", stats.step);
+        let out_start = Instant::now();
+        for (stats, residual) in rows {
+            let csv = match &mut csv {
+                Some(csv) => csv,
+                None => csv.insert(StepsCsv::create(&folder.prepare()?.join("steps.csv"))?),
+            };
+            csv.write(&stats)?;
+            summary.steps = stats.step;
+            summary.count(stats.status, residual);
+            summary.max_contacts = summary.max_contacts.max(stats.contacts);
+            summary.bilateral_rows = stats.bilateral_rows;
+            total_iterations += stats.iterations;
+            summary.max_iterations = summary.max_iterations.max(stats.iterations);
+            summary.max_residual = summary.max_residual.max(stats.residual);
+            summary.max_penetration = summary.max_penetration.max(stats.max_penetration);
+            summary.final_kinetic_energy = stats.kinetic_energy;
+            summary.collision_s += stats.collision_s;
+            summary.assembly_s += stats.assembly_s;
+            summary.solve_s += stats.solve_s;
+            on_step(&stats);
+            if resident.is_some() && stats.status == Status::NumericalError {
+                // The state on the GPU is no longer finite: stop, keeping the frames so far.
+                summary.stopped = Some(format!(
+                    "step {}: numerical_error (an infinity or a NaN in the state on the GPU)",
+                    stats.step
+                ));
+                summary.output_s += out_start.elapsed().as_secs_f64();
+                break 'run;
+            }
+        }
+        if let Some(shots) = snapshots.as_mut().filter(|_| due) {
+            if let Some(res) = &mut resident {
+                res.sync(world)?;
+            }
+            let name = format!("frame_{:04}", first + k);
             shots.write(world, &folder.prepare()?.join(format!("{name}.png")))?;
             if outputs.vtk {
                 let poses: Vec<_> = world.bodies.iter().map(|b| b.pose).collect();
                 let speeds: Vec<f64> = world.bodies.iter().map(|b| b.velocity.norm()).collect();
                 let v = view(&shapes, &poses, &speeds);
                 write_vtk(&folder.prepare()?.join(format!("{name}.vtk")), &v)?;
-                frames.push((stats.time, format!("{name}.vtk")));
+                frames.push((world.time, format!("{name}.vtk")));
             }
             summary.snapshots += 1;
         }
         summary.output_s += out_start.elapsed().as_secs_f64();
-        on_step(&stats);
+    }
+    if let Some(res) = &mut resident {
+        res.sync(world)?;
+        host_s += res.host_s();
     }
     if let Some(csv) = csv {
         csv.finish()?;
@@ -341,6 +416,48 @@ fn steps_of(
     }
     summary.simulated_time = world.time;
     summary.mean_iterations = total_iterations as f64 / summary.steps.max(1) as f64;
+    summary.host_s = host_s / summary.steps.max(1) as f64;
     summary.wall_s = start.elapsed().as_secs_f64();
     Ok(())
+}
+
+/// The GPU-resident step of `world` when `solver` is `jacobi-gpu` and the scene qualifies
+/// (and no problem is dumped, which needs the CPU's assembly); the pipeline taken and, for
+/// a GPU solver that does not take it, why, go into `summary`.
+fn resident_for(
+    world: &World,
+    solver: &Runner,
+    outputs: &Outputs,
+    summary: &mut Summary,
+) -> Result<Option<Resident>> {
+    let entry = crate::registry::entry(solver.name());
+    let gpu = entry.is_ok_and(|e| e.device == crate::registry::Device::Gpu);
+    summary.pipeline = if gpu {
+        Pipeline::GpuSolve
+    } else {
+        Pipeline::Cpu
+    };
+    if !gpu {
+        return Ok(None);
+    }
+    let why = if solver.name() != "jacobi-gpu" {
+        Some(format!(
+            "the GPU-resident step solves with jacobi-gpu only, not {}",
+            solver.name()
+        ))
+    } else if outputs.gpu_solve_only {
+        Some("asked for (--pipeline gpu-solve)".to_string())
+    } else if outputs.dump_steps.iter().any(|&k| k > 0) || outputs.dump_every > 0 {
+        Some("problems are dumped, which needs the CPU's assembly".to_string())
+    } else {
+        resident::unqualified(world)
+    };
+    if let Some(why) = why {
+        summary.pipeline_note = why;
+        return Ok(None);
+    }
+    let ctx = Arc::new(GpuContext::new()?);
+    let res = Resident::on_device(ctx, world)?;
+    summary.pipeline = Pipeline::GpuResident;
+    Ok(Some(res))
 }

@@ -33,6 +33,9 @@ pub enum Domain {
     Rows,
     /// A single workgroup.
     Single,
+    /// One invocation per item of a time-step dispatch (a sphere, a sort key, a link
+    /// entry), the count given with the dispatch.
+    Items,
 }
 
 /// What a binding holds: its element type and its length rule. One of the structs shared
@@ -79,6 +82,28 @@ pub enum Data {
     Indices,
     /// `f32`, the assembled form's value of each entry.
     Values,
+    /// One [`super::step::StepParams`] (the time step's sizes and scalars).
+    StepParams,
+    /// One [`super::step::Span`] (the sizes of a sort or scan dispatch).
+    Span,
+    /// [`super::step::GpuBody`], one per dynamic sphere.
+    Spheres,
+    /// [`super::step::GpuPlane`], one per plane.
+    Planes,
+    /// [`super::step::GpuContact`], up to the contact capacity.
+    Contacts,
+    /// `vec4<i32>`, the grid cell of each sphere.
+    Cells,
+    /// `u32` words of the time step: keys, counts, prefix sums, sorted item indices, contact
+    /// offsets.
+    Words,
+    /// `u32` item indices scattered into their key's segment: the order within a segment
+    /// is the atomics' (compared segment by segment, as sets).
+    Scattered,
+    /// [`super::Params`] written by a kernel (the solver's sizes of a GPU time step).
+    SolverParams,
+    /// One [`super::step::StepGate`] (where a step's iterations stand).
+    StepGate,
 }
 
 /// One binding of group 0.
@@ -156,6 +181,36 @@ macro_rules! element {
     (Blocks) => {
         super::data::GpuBlock
     };
+    (Words) => {
+        u32
+    };
+    (Scattered) => {
+        u32
+    };
+    (Cells) => {
+        [i32; 4]
+    };
+    (SolverParams) => {
+        super::data::Params
+    };
+    (StepParams) => {
+        super::step::StepParams
+    };
+    (Span) => {
+        super::step::Span
+    };
+    (StepGate) => {
+        super::step::StepGate
+    };
+    (Spheres) => {
+        super::step::GpuBody
+    };
+    (Planes) => {
+        super::step::GpuPlane
+    };
+    (Contacts) => {
+        super::step::GpuContact
+    };
     (Links) => {
         super::data::GpuLink
     };
@@ -187,13 +242,25 @@ macro_rules! argument {
 }
 
 /// A [`Kernel`]: `kernel!(name, tree, Domain, [binding: Access [Data] or (Data), ...])`; the
-/// source is `shaders/name.wgsl`, the mirror `cpu::name`.
+/// source is `shaders/name.wgsl`, the mirror `cpu::name`. `kernel!(step name, ...)`: a
+/// time-step kernel, `shaders/step/name.wgsl` after `shaders/step/step_common.wgsl`.
 macro_rules! kernel {
-    ($name:ident, $tree:expr, $domain:ident,
+    (step $name:ident, $tree:expr, $domain:ident, $bindings:tt) => {
+        kernel!(@with concat!(
+            include_str!("../../shaders/step/step_common.wgsl"),
+            "\n",
+            include_str!(concat!("../../shaders/step/", stringify!($name), ".wgsl"))
+        ), $name, $tree, $domain, $bindings)
+    };
+    ($name:ident, $tree:expr, $domain:ident, $bindings:tt) => {
+        kernel!(@with include_str!(concat!("../../shaders/", stringify!($name), ".wgsl")),
+            $name, $tree, $domain, $bindings)
+    };
+    (@with $source:expr, $name:ident, $tree:expr, $domain:ident,
      [$($b:ident: $access:ident $shape:tt),* $(,)?]) => {
         Kernel {
             name: stringify!($name),
-            source: include_str!(concat!("../../shaders/", stringify!($name), ".wgsl")),
+            source: $source,
             tree: $tree,
             domain: Domain::$domain,
             bindings: &[$(kernel!(@binding $b $access $shape)),*],
@@ -278,6 +345,74 @@ pub const APGD_UPDATE: Kernel = kernel!(apgd_update, false, Rows, [
     params: Uniform (Params), state: Read (ApgdState), x_new: Read [Rows], ad: Read [Rows],
     x: Write [Rows], u: Write [Rows], y: Write [Rows], g_y: Write [Rows]]);
 
+/// Time step (issue 14): grid cell and hash bucket of each sphere.
+pub const STEP_GRID: Kernel = kernel!(step step_grid, false, Items, [
+    params: Uniform (StepParams), bodies: Read [Spheres], cells: Write [Cells],
+    keys: Write [Words]]);
+/// Counting sort: items per key (on zeroed counts).
+pub const STEP_SORT_COUNT: Kernel = kernel!(step step_sort_count, false, Items, [
+    span: Uniform (Span), keys: Read [Words], counts: Write [Words]]);
+/// Prefix sums within workgroups.
+pub const STEP_SCAN_LOCAL: Kernel = kernel!(step step_scan_local, false, Items, [
+    span: Uniform (Span), counts: Read [Words], starts: Write [Words], totals: Write [Words]]);
+/// Prefix sums of the workgroup totals.
+pub const STEP_SCAN_TOTALS: Kernel = kernel!(step step_scan_totals, false, Single, [
+    span: Uniform (Span), totals: Write [Words]]);
+/// Workgroup offsets added to the prefix sums.
+pub const STEP_SCAN_ADD: Kernel = kernel!(step step_scan_add, false, Items, [
+    span: Uniform (Span), totals: Read [Words], starts: Write [Words]]);
+/// Counting sort: items into their key's segment (in the atomics' order).
+pub const STEP_SORT_SCATTER: Kernel = kernel!(step step_sort_scatter, false, Items, [
+    span: Uniform (Span), keys: Read [Words], starts: Read [Words], fill: Write [Words],
+    sorted: Write [Scattered]]);
+/// Counting sort: each segment in item order.
+pub const STEP_SORT_SEGMENTS: Kernel = kernel!(step step_sort_segments, false, Items, [
+    span: Uniform (Span), starts: Read [Words], sorted: Write [Words]]);
+/// Narrow phase: contact counts (`span.mode` 0), then contacts (1).
+pub const STEP_NARROW: Kernel = kernel!(step step_narrow, false, Items, [
+    params: Uniform (StepParams), span: Uniform (Span), bodies: Read [Spheres],
+    planes: Read [Planes], cells: Read [Cells], starts: Read [Words], sorted: Read [Words],
+    offsets: Write [Words], contacts: Write [Contacts]]);
+/// Contact frames, Jacobian blocks, block steps, preconditioner and `r`.
+pub const STEP_CONTACT_ROWS: Kernel = kernel!(step step_contact_rows, false, Blocks, [
+    params: Uniform (StepParams), offsets: Read [Words], bodies: Read [Spheres],
+    planes: Read [Planes], contacts: Read [Contacts], blocks: Write [Blocks],
+    jac: Write [Jacobian], minv_jac: Write [MinvJac], r: Write [Rows],
+    precond: Write [Diagonal]]);
+/// Warm start by contact key.
+pub const STEP_WARM_START: Kernel = kernel!(step step_warm_start, false, Blocks, [
+    params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
+    blocks: Read [Blocks], prev_offsets: Read [Words], prev_contacts: Read [Contacts],
+    prev_gamma: Read [Rows], gamma: Write [Rows]]);
+/// Body links: the sort keys.
+pub const STEP_LINK_KEYS: Kernel = kernel!(step step_link_keys, false, Items, [
+    params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
+    keys: Write [Words]]);
+/// Body links from the sorted entries.
+pub const STEP_LINKS: Kernel = kernel!(step step_links, false, Items, [
+    params: Uniform (StepParams), starts: Read [Words], sorted: Read [Words],
+    links: Write [Links]]);
+/// The solver's `Params` from the contact count.
+pub const STEP_SOLVER_PARAMS: Kernel = kernel!(step step_solver_params, false, Single, [
+    params: Uniform (StepParams), offsets: Read [Words], solver: Write [SolverParams]]);
+/// Semi-implicit Euler.
+pub const STEP_INTEGRATE: Kernel = kernel!(step step_integrate, false, Items, [
+    params: Uniform (StepParams), offsets: Read [Words], w: Read [BodyComponents],
+    bodies: Write [Spheres]]);
+/// The convergence test of a step's iterations: stops their indirect dispatches.
+pub const STEP_GATE: Kernel = kernel!(step step_gate, false, Single, [
+    params: Uniform (StepParams), span: Uniform (Span), monitor: Read (Monitor),
+    gate: Write (StepGate), args: Write [Words]]);
+/// Keeps the step's contacts and impulses for the next warm start (not an overflowed step's).
+pub const STEP_KEEP: Kernel = kernel!(step step_keep, false, Items, [
+    params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
+    gamma: Read [Rows], prev_offsets: Write [Words], prev_contacts: Write [Contacts],
+    prev_gamma: Write [Rows]]);
+/// Per-step statistics and the NaN flag (workgroup partials).
+pub const STEP_STATS: Kernel = kernel!(step step_stats, true, Items, [
+    params: Uniform (StepParams), offsets: Read [Words], bodies: Read [Spheres],
+    contacts: Read [Contacts], parts: Write [Partials]]);
+
 /// Every kernel: [`super::GpuContext`] compiles each at its first use and caches it by its
 /// position here; the parity and reflection tests loop over it.
 pub const ALL: &[Kernel] = &[
@@ -297,6 +432,23 @@ pub const ALL: &[Kernel] = &[
     APGD_CURVATURE,
     APGD_SCALARS,
     APGD_UPDATE,
+    STEP_GRID,
+    STEP_SORT_COUNT,
+    STEP_SCAN_LOCAL,
+    STEP_SCAN_TOTALS,
+    STEP_SCAN_ADD,
+    STEP_SORT_SCATTER,
+    STEP_SORT_SEGMENTS,
+    STEP_NARROW,
+    STEP_CONTACT_ROWS,
+    STEP_WARM_START,
+    STEP_LINK_KEYS,
+    STEP_LINKS,
+    STEP_SOLVER_PARAMS,
+    STEP_GATE,
+    STEP_INTEGRATE,
+    STEP_KEEP,
+    STEP_STATS,
 ];
 
 impl Kernel {

@@ -21,6 +21,7 @@
 //!   Armijo test, momentum and restart, residual and best iterate) stay on the GPU; the host
 //!   submits [`READBACK_EVERY`] iterations per command buffer and reads back a few scalars
 //!   after each, and the impulses once at the end, certified in `f64` on the CPU.
+//! - [`step`]: the time step of sphere scenes resident on the GPU (issue 14).
 //! - [`bandwidth`]: the device's memory bandwidth, measured by a copy kernel.
 //! - The solvers [`JacobiGpu`], [`SpgGpu`], [`ApgdGpu`] (`jacobi-gpu`, `spg-gpu`,
 //!   `apgd-gpu`): one shell, [`GpuSolver`] over a [`Method`] whose kernels are one schedule
@@ -37,6 +38,7 @@ mod jacobi;
 pub mod kernels;
 mod program;
 mod spg;
+pub mod step;
 
 pub use apgd::{ApgdGpu, ApgdMethod};
 pub use context::{ADAPTER_ENV, AdapterSummary, GpuContext, adapters};

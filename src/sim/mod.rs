@@ -1,9 +1,11 @@
 //! The simulator: rigid bodies, shapes, collision detection, joints and the time stepper that
-//! turns a scene into one cone complementarity problem per step (DESIGN §5).
+//! turns a scene into one cone complementarity problem per step (DESIGN §5), and
+//! the same step resident on the GPU for spheres against planes ([`resident`]).
 
 pub mod body;
 pub mod collision;
 pub mod joint;
+pub mod resident;
 pub mod scene;
 pub mod shape;
 pub mod stats;
@@ -11,6 +13,7 @@ pub mod world;
 
 pub use body::{Motion, Oscillation, RigidBody};
 pub use joint::{Joint, JointKind};
+pub use resident::Resident;
 pub use shape::{Pose, Shape};
 pub use stats::StepStats;
 pub use world::{StepSettings, World};

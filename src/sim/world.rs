@@ -86,6 +86,7 @@ pub struct StepProblem {
 }
 
 /// Scene state advanced step by step.
+#[derive(Debug, Clone)]
 pub struct World {
     /// The bodies.
     pub bodies: Vec<RigidBody>,

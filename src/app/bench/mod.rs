@@ -55,8 +55,7 @@ pub fn parse_sizes(list: &str, what: &'static str) -> Result<Vec<usize>> {
         .collect()
 }
 
-/// The suites of `signorini bench` (the command line's values; the doc comments are its
-/// help).
+/// One benchmark suite (the doc comments are the command line's help).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Suite {
@@ -68,27 +67,9 @@ pub enum Suite {
     Scaling,
     /// Every solver's merit set against a reference solve; GPU f32 vs CPU f64.
     Accuracy,
-    /// The four suites at their default sizes, in one report.
-    All,
 }
 
 impl Suite {
-    /// The suites this one runs, in report order: itself, or the four for [`Suite::All`].
-    pub fn members(self) -> &'static [Suite] {
-        match self {
-            Suite::Throughput => &[Suite::Throughput],
-            Suite::Convergence => &[Suite::Convergence],
-            Suite::Scaling => &[Suite::Scaling],
-            Suite::Accuracy => &[Suite::Accuracy],
-            Suite::All => &[
-                Suite::Throughput,
-                Suite::Convergence,
-                Suite::Scaling,
-                Suite::Accuracy,
-            ],
-        }
-    }
-
     /// The suite's name on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -96,7 +77,48 @@ impl Suite {
             Suite::Convergence => "convergence",
             Suite::Scaling => "scaling",
             Suite::Accuracy => "accuracy",
-            Suite::All => "all",
+        }
+    }
+}
+
+/// What `signorini bench` runs: one suite, or all four at their defaults in one report (the
+/// command line's values: a suite's name or `all`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selection {
+    /// One suite.
+    One(Suite),
+    /// The four suites at their default sizes, in report order.
+    All,
+}
+
+impl Selection {
+    /// The suites it runs, in report order.
+    pub fn members(self) -> Vec<Suite> {
+        match self {
+            Selection::One(suite) => vec![suite],
+            Selection::All => <Suite as clap::ValueEnum>::value_variants().to_vec(),
+        }
+    }
+}
+
+impl clap::ValueEnum for Selection {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            Selection::One(Suite::Throughput),
+            Selection::One(Suite::Convergence),
+            Selection::One(Suite::Scaling),
+            Selection::One(Suite::Accuracy),
+            Selection::All,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        match self {
+            Selection::One(suite) => suite.to_possible_value(),
+            Selection::All => Some(
+                clap::builder::PossibleValue::new("all")
+                    .help("The four suites at their default sizes, in one report"),
+            ),
         }
     }
 }
@@ -124,7 +146,7 @@ impl Options {
     /// given ([`parse_sizes`]). `all` runs each suite at its defaults: it takes no sizes,
     /// iterations, tolerance or steps.
     pub fn parse(
-        suite: Suite,
+        suite: Selection,
         solvers: Option<Vec<String>>,
         sizes: Option<&str>,
         devices: Option<Vec<Device>>,
@@ -133,7 +155,7 @@ impl Options {
         steps: Option<usize>,
     ) -> Result<Options> {
         let sized = sizes.is_some() || iterations.is_some() || tol.is_some();
-        if suite == Suite::All && (sized || steps.is_some()) {
+        if suite == Selection::All && (sized || steps.is_some()) {
             return Err(Error::InvalidSetting {
                 name: "suite",
                 value: "all".into(),
@@ -175,18 +197,18 @@ impl Bench {
     }
 }
 
-/// Runs `suite` (each of the four for [`Suite::All`]) with `options` on the devices they
+/// Runs the suites of `suite` (each of the four for [`Selection::All`]) with `options` on the devices they
 /// ask for, and writes the report, its CSV tables and charts into `dir`. `command` is the
 /// command line that reproduces the run; `progress` receives a line per suite and (indented)
 /// per measurement.
 pub fn run(
-    suite: Suite,
+    suite: Selection,
     options: &Options,
     dir: &Path,
     command: String,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Bench> {
-    for &s in suite.members() {
+    for s in suite.members() {
         options.check(s)?;
     }
     let start = Instant::now();
@@ -198,7 +220,7 @@ pub fn run(
     let gpu = open_gpu(&devices, &mut notes);
     let mut sections = Vec::new();
     let mut suites = serde_json::Map::new();
-    for &s in suite.members() {
+    for s in suite.members() {
         progress(&format!("suite {}", s.name()));
         let outcome = run_suite(s, options, gpu.as_deref(), dir, &mut |line| {
             progress(&format!("  {line}"))
@@ -271,7 +293,7 @@ impl Options {
 
 /// Runs the one suite `suite` with `options` and writes its charts into `dir`; `gpu` is the
 /// device of the GPU rows (none: GPU rows are left out with a note). An option the suite
-/// does not take is an error, and so is [`Suite::All`] (run its members).
+/// does not take is an error.
 fn run_suite(
     suite: Suite,
     options: &Options,
@@ -320,13 +342,6 @@ fn run_suite(
             let config = accuracy::default_config().with(o);
             let r = accuracy::run(&config, has_gpu, progress)?;
             (r.section(dir)?, serde_json::json!(r))
-        }
-        Suite::All => {
-            return Err(Error::InvalidSetting {
-                name: "suite",
-                value: "all".into(),
-                message: "`all` is not one suite: run each of its members".into(),
-            });
         }
     };
     Ok(Outcome {
@@ -479,6 +494,26 @@ pub fn first_below(trace: &[TraceEntry], threshold: f64) -> Option<(usize, f64)>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_selects_the_four_suites_in_report_order() {
+        use clap::ValueEnum;
+        let parse = |name| Selection::from_str(name, false).unwrap();
+        assert_eq!(
+            parse("all").members(),
+            [
+                Suite::Throughput,
+                Suite::Convergence,
+                Suite::Scaling,
+                Suite::Accuracy
+            ]
+        );
+        for suite in parse("all").members() {
+            assert_eq!(parse(suite.name()), Selection::One(suite));
+            assert_eq!(parse(suite.name()).members(), [suite]);
+        }
+        assert!(Selection::from_str("every", false).is_err());
+    }
 
     #[test]
     fn sizes_accept_integers_and_scientific_notation() {

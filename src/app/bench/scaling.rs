@@ -2,7 +2,9 @@
 //! `simulate` runs it ([`crate::app::run::run`], no snapshots), split into collision
 //! detection, assembly (problem and prepared system), solve and output (`steps.csv`), on
 //! cubic packings of touching spheres ([`packing_scene`]) that have about three contacts per
-//! body from the first step.
+//! body from the first step. `jacobi-gpu` takes the GPU-resident step there: its rows add
+//! the host time per step and the GPU time of its two stages (detection with assembly;
+//! iterations with integration), each waited for, and its device memory.
 
 use std::path::Path;
 
@@ -11,9 +13,12 @@ use serde::Serialize;
 use super::problems::packing_scene;
 use super::report::{Cell, Plot, Section, Table, distinct, loglog_plot};
 use super::solver_runs;
-use crate::app::run::{Outputs, run as simulate};
+use crate::app::run::{Outputs, Pipeline, run as simulate};
 use crate::error::{Error, Result};
+use crate::gpu::GpuContext;
 use crate::registry::Device;
+use crate::sim::Resident;
+use crate::sim::scene::Scene;
 use crate::solver::Runner;
 
 /// What to measure.
@@ -69,6 +74,36 @@ pub struct Row {
     pub solve_s: f64,
     /// Output (`steps.csv`) per step, s.
     pub output_s: f64,
+    /// Where the steps ran (`cpu`, `gpu-solve`, `gpu-resident`).
+    pub pipeline: &'static str,
+    /// Host time per step outside outputs and waits on the GPU, s ([`crate::app::run::Summary::host_s`]).
+    pub host_s: f64,
+    /// GPU-resident step: broad and narrow phase, assembly, warm start, s per step.
+    pub gpu_detect_s: Option<f64>,
+    /// GPU-resident step: the iterations, residual, integration and statistics, s per step.
+    pub gpu_solve_s: Option<f64>,
+    /// GPU-resident step: bytes of device memory per body.
+    pub gpu_bytes_per_body: Option<f64>,
+}
+
+/// Steps timed stage by stage on the GPU-resident pipeline (after one untimed).
+const TIMED_STEPS: usize = 3;
+
+/// The stage times (detection, solve; s per step, each waited for) and device bytes per
+/// body of the GPU-resident step of `scene`.
+fn stages(ctx: &std::sync::Arc<GpuContext>, scene: &Scene) -> Result<(f64, f64, f64)> {
+    let mut res = Resident::on_device(ctx.clone(), &scene.world)?;
+    res.step()?;
+    res.flush()?;
+    let (mut detect, mut solve) = (0.0, 0.0);
+    for _ in 0..TIMED_STEPS {
+        let t = res.pipeline_mut().step_timed()?;
+        detect += t.detect_s;
+        solve += t.solve_s;
+    }
+    let n = TIMED_STEPS as f64;
+    let per_body = res.memory_bytes() as f64 / scene.world.bodies.len() as f64;
+    Ok((detect / n, solve / n, per_body))
 }
 
 /// The result of a run.
@@ -98,6 +133,7 @@ pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result
         ..Outputs::default()
     };
     let mut rows = Vec::new();
+    let mut ctx = None;
     for &size in &config.sizes {
         for sr in &runs {
             progress(&format!(
@@ -114,6 +150,17 @@ pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result
                 |_| {},
             )?;
             let per_step = |t: f64| t / s.steps as f64;
+            let (gpu_detect_s, gpu_solve_s, gpu_bytes_per_body) =
+                if s.pipeline == Pipeline::GpuResident {
+                    let ctx = match &ctx {
+                        Some(ctx) => ctx,
+                        None => ctx.insert(std::sync::Arc::new(GpuContext::new()?)),
+                    };
+                    let (d, v, b) = stages(ctx, &packing_scene(size, config.max_iter)?)?;
+                    (Some(d), Some(v), Some(b))
+                } else {
+                    (None, None, None)
+                };
             rows.push(Row {
                 solver: sr.solver.clone(),
                 device: sr.device,
@@ -126,6 +173,11 @@ pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result
                 assembly_s: per_step(s.assembly_s),
                 solve_s: per_step(s.solve_s),
                 output_s: per_step(s.output_s),
+                pipeline: s.pipeline.name(),
+                host_s: s.host_s,
+                gpu_detect_s,
+                gpu_solve_s,
+                gpu_bytes_per_body,
             });
         }
     }
@@ -156,6 +208,18 @@ impl Scaling {
                 ("solve s/step", |r| Cell::Num(r.solve_s)),
                 ("output s/step", |r| Cell::Num(r.output_s)),
                 ("solve share", |r| Cell::Num(r.solve_s / r.step_s)),
+                ("pipeline", |r| Cell::text(r.pipeline)),
+                ("host s/step", |r| Cell::Num(r.host_s)),
+                ("host share", |r| Cell::Num(r.host_s / r.step_s)),
+                ("GPU detect s/step", |r| {
+                    r.gpu_detect_s.map_or(Cell::Missing, Cell::Num)
+                }),
+                ("GPU solve s/step", |r| {
+                    r.gpu_solve_s.map_or(Cell::Missing, Cell::Num)
+                }),
+                ("GPU bytes/body", |r| {
+                    r.gpu_bytes_per_body.map_or(Cell::Missing, Cell::Num)
+                }),
             ],
         );
         let solvers = distinct(self.rows.iter().map(|r| r.solver.as_str()));
@@ -193,7 +257,11 @@ impl Scaling {
                 "Each run simulates a cubic packing of touching spheres in an open box (μ = 0.5, \
                  h = 10 ms, warm start) as `simulate` does, without snapshots; the phases are \
                  the stepper's timers: collision detection, assembly (Jacobians, free \
-                 velocities and the prepared system), the solve, and the output of `steps.csv`."
+                 velocities and the prepared system), the solve, and the output of `steps.csv`. \
+                 `jacobi-gpu` takes the GPU-resident step (pipeline `gpu-resident`): its whole \
+                 step counts as solve; its two stages are timed apart over a few more steps, \
+                 each waited for (wall time: no timestamp queries), with its device memory per \
+                 body; host time is what the host spends outside the waits."
                     .into(),
             ],
             tables: vec![table],

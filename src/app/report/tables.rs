@@ -68,6 +68,7 @@ pub fn summary(s: &Summary, dir: &Path) -> String {
     let rows = [
         ("scene", s.scene.clone()),
         ("solver", s.solver.clone()),
+        ("pipeline", pipeline_line(s)),
         ("bodies", s.bodies.to_string()),
         (
             "steps",
@@ -87,6 +88,7 @@ pub fn summary(s: &Summary, dir: &Path) -> String {
             format!("{:.4e} J", s.final_kinetic_energy),
         ),
         ("wall time", format!("{:.3} s", s.wall_s)),
+        ("  host per step", format!("{:.3e} s", s.host_s)),
         ("  collision", share(s.collision_s)),
         ("  assembly", share(s.assembly_s)),
         ("  solve", share(s.solve_s)),
@@ -100,7 +102,20 @@ pub fn summary(s: &Summary, dir: &Path) -> String {
     for (label, value) in rows {
         out += &format!("{label:<18} {value}\n");
     }
+    if let Some(stopped) = &s.stopped {
+        out += &format!("{:<18} {stopped}\n", "stopped at");
+    }
     out
+}
+
+/// The pipeline of a run, and why a GPU solver did not take the GPU-resident step.
+fn pipeline_line(s: &Summary) -> String {
+    let name = s.pipeline.name();
+    if s.pipeline_note.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} ({})", s.pipeline_note)
+    }
 }
 
 /// The adapters of `info`, one line each, and how to pick one.

@@ -11,6 +11,7 @@ mod measure;
 mod operator;
 mod reduce;
 mod spg;
+mod step;
 
 pub use apgd::{apgd_curvature, apgd_scalars, apgd_trial, apgd_update};
 pub use jacobi::jacobi_step;
@@ -18,6 +19,12 @@ pub use measure::{copy_if, measure, residual};
 pub use operator::{csr_rows, factored_bodies, factored_rows};
 pub use reduce::{reduce, workgroup_tree};
 pub use spg::{spg_curvature, spg_direction, spg_scalars, spg_update};
+pub use step::{
+    max_eigenvalue, step_contact_rows, step_gate, step_grid, step_integrate, step_keep,
+    step_link_keys, step_links, step_narrow, step_scan_add, step_scan_local, step_scan_totals,
+    step_solver_params, step_sort_count, step_sort_scatter, step_sort_segments, step_stats,
+    step_warm_start,
+};
 
 use super::data::{CONE_COULOMB, CONE_UNILATERAL, GpuBlock};
 use super::kernels::{Access, Binding, Kernel};

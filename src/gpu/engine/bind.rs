@@ -8,10 +8,14 @@ use crate::gpu::context::GpuContext;
 use crate::gpu::kernels::{Access, Kernel};
 
 /// One dispatch: a kernel with its bind group.
+#[derive(Clone)]
 pub(crate) struct Step {
     pipeline: wgpu::ComputePipeline,
     group: wgpu::BindGroup,
     workgroups: u32,
+    /// Where the workgroup counts are read at run time instead (buffer, byte offset): an
+    /// indirect dispatch.
+    indirect: Option<(wgpu::Buffer, u64)>,
     /// Bytes of the storage buffers it binds: what one dispatch moves at least, when the
     /// kernel reads (or writes) each of them once.
     bytes: u64,
@@ -51,8 +55,18 @@ impl Step {
             pipeline,
             group,
             workgroups: kernel.workgroups(items),
+            indirect: None,
             bytes,
         })
+    }
+
+    /// This dispatch with its workgroup counts read at run time from `args` at byte
+    /// `offset` (three `u32`: x, y, z; a buffer with `INDIRECT` usage).
+    pub(crate) fn indirect(self, args: &wgpu::Buffer, offset: u64) -> Self {
+        Step {
+            indirect: Some((args.clone(), offset)),
+            ..self
+        }
     }
 
     /// Bytes of the storage buffers it binds.
@@ -71,7 +85,10 @@ pub(crate) fn record<'s>(
         if step.workgroups > 0 {
             pass.set_pipeline(&step.pipeline);
             pass.set_bind_group(0, &step.group, &[]);
-            pass.dispatch_workgroups(step.workgroups, 1, 1);
+            match &step.indirect {
+                Some((args, offset)) => pass.dispatch_workgroups_indirect(args, *offset),
+                None => pass.dispatch_workgroups(step.workgroups, 1, 1),
+            }
         }
     }
 }

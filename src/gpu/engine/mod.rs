@@ -12,9 +12,10 @@ mod readback;
 
 pub use bind::dispatch_once;
 pub(crate) use bind::{Step, record};
+pub(crate) use buffers::{create, usage};
+pub(crate) use readback::Staging;
 
-use buffers::{MONITOR_BYTES, Shape, Shared, create, usage};
-use readback::Staging;
+use buffers::{MONITOR_BYTES, Shape, Shared};
 
 use super::context::GpuContext;
 use super::data::{Monitor, ProblemData, Reduce, SLOT_RESIDUAL};
@@ -149,6 +150,12 @@ impl Engine {
             Domain::Blocks => self.shape.blocks,
             Domain::Rows => self.shape.rows,
             Domain::Single => 1,
+            Domain::Items => {
+                return Err(Error::Gpu(format!(
+                    "kernel `{}` belongs to the time step, not to a solver",
+                    kernel.name
+                )));
+            }
         };
         Step::new(ctx, kernel, &buffers, items)
     }

@@ -42,6 +42,18 @@ impl Staging {
         source: &wgpu::Buffer,
         bytes: u64,
     ) -> Result<()> {
+        self.copy_from(device, encoder, source, 0, bytes)
+    }
+
+    /// [`Staging::copy`] of `bytes` bytes of `source` from byte `from` (a multiple of 4).
+    pub(crate) fn copy_from(
+        &mut self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        source: &wgpu::Buffer,
+        from: u64,
+        bytes: u64,
+    ) -> Result<()> {
         let size = bytes.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
         let end = self.used + size;
         if end > self.buffer.size() {
@@ -55,7 +67,7 @@ impl Staging {
             self.buffer = staging_buffer(device, size);
         }
         if size > 0 {
-            encoder.copy_buffer_to_buffer(source, 0, &self.buffer, self.used, size);
+            encoder.copy_buffer_to_buffer(source, from, &self.buffer, self.used, size);
         }
         self.copies.push((self.used, bytes));
         self.used = end.next_multiple_of(wgpu::MAP_ALIGNMENT);

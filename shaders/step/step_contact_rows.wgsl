@@ -1,0 +1,184 @@
+// Contact assembly, one invocation per contact k (`World::assemble` for spheres): the frame
+// (normal, `tangent_frame`'s tangents), the Jacobian rows of each dynamic side (a sphere
+// side A of a pair is negated; a plane side enters the bias with its velocity), the block
+// in the factored layout the solver kernels read (`OperatorData::Factored`: `jac`
+// component-major with stride = the contact count, `minv_jac` rows 2·dim·k + side·dim + i),
+// the step η_k = 1/λ_max of the Delassus block (+ compliance) (`BlockStep::MaxEigenvalue`),
+// the preconditioner (mean diagonal), and r = J v_free + b with b_0 = max(gap/h, −v_rec).
+// Mirror: `src/gpu/cpu/step.rs::step_contact_rows`.
+
+@group(0) @binding(0) var<uniform> params: StepParams;
+@group(0) @binding(1) var<storage, read> offsets: array<u32>;
+@group(0) @binding(2) var<storage, read> bodies: array<GpuBody>;
+@group(0) @binding(3) var<storage, read> planes: array<GpuPlane>;
+@group(0) @binding(4) var<storage, read> contacts: array<GpuContact>;
+@group(0) @binding(5) var<storage, read_write> blocks: array<GpuBlock>;
+@group(0) @binding(6) var<storage, read_write> jac: array<f32>;
+@group(0) @binding(7) var<storage, read_write> minv_jac: array<f32>;
+@group(0) @binding(8) var<storage, read_write> r: array<f32>;
+@group(0) @binding(9) var<storage, read_write> precond: array<f32>;
+
+// `tangent_frame` of `src/sim/joint.rs`: t1 = n x helper / |n x helper|, t2 = n x t1.
+fn tangents(n: vec3<f32>) -> array<vec3<f32>, 2> {
+    var helper = vec3<f32>(0.0, 1.0, 0.0);
+    if abs(n.x) < 0.6 {
+        helper = vec3<f32>(1.0, 0.0, 0.0);
+    }
+    let c = cross3(n, helper);
+    let t1 = c / sqrt(dot3(c, c));
+    return array<vec3<f32>, 2>(t1, cross3(n, t1));
+}
+
+// One Jacobi rotation that zeroes a[p][q] of the symmetric 3x3 matrix a (row-major),
+// r the third index (Numerical Recipes 11.1: t = sgn(theta) / (|theta| + sqrt(theta^2 + 1))).
+fn rotate_pair(a: ptr<function, array<f32, 9>>, p: u32, q: u32) {
+    let apq = (*a)[3u * p + q];
+    if apq == 0.0 {
+        return;
+    }
+    let theta = ((*a)[4u * q] - (*a)[4u * p]) / (2.0 * apq);
+    var t = 0.5 / abs(theta);
+    if abs(theta) < 1e18 {
+        t = 1.0 / (abs(theta) + sqrt(theta * theta + 1.0));
+    }
+    if theta < 0.0 {
+        t = -t;
+    }
+    let c = 1.0 / sqrt(t * t + 1.0);
+    let s = t * c;
+    let r = 3u - p - q;
+    let arp = (*a)[3u * r + p];
+    let arq = (*a)[3u * r + q];
+    (*a)[4u * p] = (*a)[4u * p] - t * apq;
+    (*a)[4u * q] = (*a)[4u * q] + t * apq;
+    (*a)[3u * p + q] = 0.0;
+    (*a)[3u * q + p] = 0.0;
+    let rp = c * arp - s * arq;
+    let rq = s * arp + c * arq;
+    (*a)[3u * r + p] = rp;
+    (*a)[3u * p + r] = rp;
+    (*a)[3u * r + q] = rq;
+    (*a)[3u * q + r] = rq;
+}
+
+// Largest eigenvalue of the symmetric 3x3 matrix m (row-major): four cyclic Jacobi sweeps
+// (quadratic convergence: f32 precision), then the largest diagonal entry.
+fn max_eigenvalue(m: array<f32, 9>) -> f32 {
+    var a = m;
+    for (var sweep = 0u; sweep < 4u; sweep++) {
+        rotate_pair(&a, 0u, 1u);
+        rotate_pair(&a, 0u, 2u);
+        rotate_pair(&a, 1u, 2u);
+    }
+    return max(a[0], max(a[4], a[8]));
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let k = gid.x;
+    let count = offsets[params.n_bodies];
+    if count > params.capacity || k >= count {
+        return;
+    }
+    let dim = params.dim;
+    let c = contacts[k];
+    let n = c.normal.xyz;
+    let t = tangents(n);
+    let dirs = array<vec3<f32>, 3>(n, t[0], t[1]);
+    let plane = c.other >= params.n_bodies;
+    var bias = array<f32, 3>(max(c.normal.w / params.dt, -params.max_recovery), 0.0, 0.0);
+    let me = bodies[c.owner];
+    var mu = 0.0;
+    var sides = 2u;
+    var body1 = i32(c.other);
+    if plane {
+        let pl = planes[c.other - params.n_bodies];
+        mu = min(pl.normal.w, me.vel.w);
+        sides = 1u;
+        body1 = -1;
+        // The plane's rows are -[e, 0]: J v of the plane goes into the bias.
+        for (var i = 0u; i < dim; i++) {
+            bias[i] = bias[i] + dot3(-dirs[i], pl.velocity.xyz);
+        }
+    } else {
+        mu = min(me.vel.w, bodies[c.other].vel.w);
+    }
+    var nkk = array<f32, 9>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    var rhs = bias;
+    let jac_row = 2u * dim * k;
+    for (var s = 0u; s < 2u; s++) {
+        var rows = array<array<f32, 6>, 3>();
+        var inv = array<f32, 6>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+        if s < sides {
+            // Side 0 is the owner: A of a pair (negated rows, lever +n r), B of a plane
+            // contact (lever -n r); side 1 is B of a pair.
+            var id = c.owner;
+            var sgn = -1.0;
+            var lever = n * me.pos.w;
+            if plane {
+                sgn = 1.0;
+                lever = -(n * me.pos.w);
+            }
+            if s == 1u {
+                id = c.other;
+                sgn = 1.0;
+                lever = -(n * bodies[id].pos.w);
+            }
+            let b = bodies[id];
+            let vf = free_velocity(b, params.dt, params.gravity);
+            let q = vec4<f32>(-b.quat.xyz, b.quat.w);
+            inv = array<f32, 6>(b.inv.x, b.inv.x, b.inv.x, b.inv.y, b.inv.z, b.inv.w);
+            let v = array<f32, 6>(vf.lin.x, vf.lin.y, vf.lin.z, vf.ang.x, vf.ang.y, vf.ang.z);
+            for (var i = 0u; i < dim; i++) {
+                let e = dirs[i];
+                let ang = rotate(q, cross3(lever, e));
+                rows[i] = array<f32, 6>(
+                    sgn * e.x, sgn * e.y, sgn * e.z, sgn * ang.x, sgn * ang.y, sgn * ang.z);
+                for (var m = 0u; m < 6u; m++) {
+                    rhs[i] = rhs[i] + rows[i][m] * v[m];
+                }
+            }
+            for (var a = 0u; a < dim; a++) {
+                for (var bb = 0u; bb < dim; bb++) {
+                    var acc = 0.0;
+                    for (var m = 0u; m < 6u; m++) {
+                        acc = acc + rows[a][m] * inv[m] * rows[bb][m];
+                    }
+                    nkk[3u * a + bb] = nkk[3u * a + bb] + acc;
+                }
+            }
+        }
+        for (var i = 0u; i < dim; i++) {
+            let slot = s * dim + i;
+            for (var m = 0u; m < 6u; m++) {
+                jac[(slot * 6u + m) * count + k] = rows[i][m];
+                minv_jac[6u * (jac_row + slot) + m] = rows[i][m] * inv[m];
+            }
+        }
+    }
+    var trace = 0.0;
+    for (var i = 0u; i < dim; i++) {
+        nkk[4u * i] = nkk[4u * i] + params.compliance;
+        trace = trace + nkk[4u * i];
+    }
+    var lmax = nkk[0];
+    var kind = CONE_UNILATERAL;
+    if dim == 3u {
+        lmax = max_eigenvalue(nkk);
+        kind = CONE_COULOMB;
+    }
+    var eta = 0.0;
+    if lmax > 0.0 {
+        eta = 1.0 / lmax;
+    }
+    let mean = trace / f32(dim);
+    var pre = 1.0;
+    if mean > 0.0 {
+        pre = mean;
+    }
+    blocks[k] = GpuBlock(kind, dim, dim * k, jac_row, i32(c.owner), body1, mu, eta);
+    for (var i = 0u; i < dim; i++) {
+        r[dim * k + i] = rhs[i];
+        precond[dim * k + i] = pre;
+    }
+}

@@ -1,0 +1,25 @@
+// The convergence test of the GPU time step, one invocation: at the check before iteration
+// `span.count`, when the monitor's residual (of that iterate) meets the tolerance, the
+// iterations stop: the indirect dispatch arguments of the iterations' kernels (bodies,
+// blocks, single workgroup) get no workgroups for the rest of the step, and the gate records
+// the iterations done. A NaN residual does not meet it. Mirror: `src/gpu/cpu/step.rs::step_gate`.
+
+@group(0) @binding(0) var<uniform> params: StepParams;
+@group(0) @binding(1) var<uniform> span: Span;
+@group(0) @binding(2) var<storage, read> monitor: Monitor;
+@group(0) @binding(3) var<storage, read_write> gate: StepGate;
+@group(0) @binding(4) var<storage, read_write> args: array<u32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
+    if lid.x != 0u || gate.converged == 1u {
+        return;
+    }
+    if monitor.value <= params.tol {
+        gate.converged = 1u;
+        gate.iterations = span.count;
+        args[0] = 0u;
+        args[3] = 0u;
+        args[6] = 0u;
+    }
+}

@@ -1,0 +1,350 @@
+//! Executors of a [`Schedule`]: [`DeviceExec`] on the GPU (one submission per
+//! [`Executor::run`]), [`MirrorExec`] on the CPU through the kernels' registered mirrors (the
+//! same `f32` operations), which can record the inputs of every dispatch.
+
+use std::sync::Arc;
+
+use super::schedule::{Buf, BufferSpec, Op};
+use crate::error::{Error, Result};
+use crate::gpu::context::GpuContext;
+use crate::gpu::engine::{Staging, Step, create, record};
+use crate::gpu::kernels::{Access, Kernel};
+
+/// Where a schedule runs.
+pub trait Executor {
+    /// The operations of a schedule, prepared for this executor.
+    type Program;
+    /// Creates the buffers (with their initial contents), replacing any from before.
+    fn create(&mut self, specs: &[BufferSpec]) -> Result<()>;
+    /// Prepares `ops` over the buffers of [`Executor::create`].
+    fn program(&mut self, ops: &[Op]) -> Result<Self::Program>;
+    /// Writes `bytes` into `buf` at byte `offset`, before the next run.
+    fn write(&mut self, buf: Buf, offset: u64, bytes: &[u8]);
+    /// Runs `programs` in order (on the device: one submission, not waited for).
+    fn run(&mut self, programs: &[&Self::Program]) -> Result<()>;
+    /// Reads `bytes` bytes of `buf` from byte `offset`, after what ran before.
+    fn read(&mut self, buf: Buf, offset: u64, bytes: u64) -> Result<Vec<u8>>;
+    /// Waits until what was run has finished (timing); a no-op on the CPU.
+    fn wait(&mut self) -> Result<()>;
+}
+
+/// One operation prepared for the device.
+enum DeviceOp {
+    Clear(usize),
+    Copy {
+        src: usize,
+        from: u64,
+        dst: usize,
+        to: u64,
+        bytes: u64,
+    },
+    /// Consecutive dispatches, recorded into one compute pass.
+    Pass(Vec<Step>),
+}
+
+/// Whether two dispatches are the same kernel on the same buffers and arguments.
+fn same(a: &Op, b: &Op) -> bool {
+    match (a, b) {
+        (
+            Op::Dispatch {
+                kernel: k1,
+                buffers: b1,
+                items: i1,
+                gate: g1,
+            },
+            Op::Dispatch {
+                kernel: k2,
+                buffers: b2,
+                items: i2,
+                gate: g2,
+            },
+        ) => k1.name == k2.name && b1 == b2 && i1 == i2 && g1 == g2,
+        _ => false,
+    }
+}
+
+/// The device's executor: wgpu buffers and bind groups made once, a command
+/// buffer per run, one staging buffer for reads.
+pub struct DeviceExec {
+    ctx: Arc<GpuContext>,
+    buffers: Vec<wgpu::Buffer>,
+    staging: Option<Staging>,
+}
+
+impl DeviceExec {
+    /// An executor on `ctx`'s device.
+    pub fn new(ctx: Arc<GpuContext>) -> Self {
+        DeviceExec {
+            ctx,
+            buffers: Vec::new(),
+            staging: None,
+        }
+    }
+
+    /// The device's `max_storage_buffer_binding_size`.
+    pub fn limit(&self) -> u64 {
+        self.ctx.device.limits().max_storage_buffer_binding_size
+    }
+}
+
+/// The operations of a schedule prepared for the device.
+pub struct DeviceProgram(Vec<DeviceOp>);
+
+impl Executor for DeviceExec {
+    type Program = DeviceProgram;
+
+    fn create(&mut self, specs: &[BufferSpec]) -> Result<()> {
+        self.buffers = specs
+            .iter()
+            .map(|spec| {
+                let access = if spec.uniform {
+                    Access::Uniform
+                } else {
+                    Access::Write
+                };
+                let mut usage = crate::gpu::engine::usage(access);
+                if spec.indirect {
+                    usage |= wgpu::BufferUsages::INDIRECT;
+                }
+                let buffer = create(&self.ctx.device, spec.label, spec.bytes, usage);
+                if let Some(init) = &spec.init {
+                    self.ctx.queue.write_buffer(&buffer, 0, init);
+                }
+                buffer
+            })
+            .collect();
+        Ok(())
+    }
+
+    fn program(&mut self, ops: &[Op]) -> Result<DeviceProgram> {
+        let mut out: Vec<DeviceOp> = Vec::new();
+        // The iterations repeat two dispatches' bindings: one bind group each.
+        let mut made: Vec<(&Op, Step)> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Clear(b) => out.push(DeviceOp::Clear(b.0)),
+                &Op::Copy {
+                    src,
+                    from,
+                    dst,
+                    to,
+                    bytes,
+                } => out.push(DeviceOp::Copy {
+                    src: src.0,
+                    from,
+                    dst: dst.0,
+                    to,
+                    bytes,
+                }),
+                Op::Dispatch {
+                    kernel,
+                    buffers,
+                    items,
+                    gate,
+                } => {
+                    let step = match made.iter().find(|(o, _)| same(o, op)) {
+                        Some((_, step)) => step.clone(),
+                        None => {
+                            let bound: Vec<&wgpu::Buffer> =
+                                buffers.iter().map(|b| &self.buffers[b.0]).collect();
+                            let mut step = Step::new(&self.ctx, kernel, &bound, *items)?;
+                            if let Some((args, offset)) = gate {
+                                step = step.indirect(&self.buffers[args.0], *offset);
+                            }
+                            made.push((op, step.clone()));
+                            step
+                        }
+                    };
+                    match out.last_mut() {
+                        Some(DeviceOp::Pass(steps)) => steps.push(step),
+                        _ => out.push(DeviceOp::Pass(vec![step])),
+                    }
+                }
+            }
+        }
+        Ok(DeviceProgram(out))
+    }
+
+    fn write(&mut self, buf: Buf, offset: u64, bytes: &[u8]) {
+        if !bytes.is_empty() {
+            self.ctx
+                .queue
+                .write_buffer(&self.buffers[buf.0], offset, bytes);
+        }
+    }
+
+    fn run(&mut self, programs: &[&DeviceProgram]) -> Result<()> {
+        let mut encoder = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        for op in programs.iter().flat_map(|p| &p.0) {
+            match op {
+                DeviceOp::Clear(b) => encoder.clear_buffer(&self.buffers[*b], 0, None),
+                &DeviceOp::Copy {
+                    src,
+                    from,
+                    dst,
+                    to,
+                    bytes,
+                } => encoder.copy_buffer_to_buffer(
+                    &self.buffers[src],
+                    from,
+                    &self.buffers[dst],
+                    to,
+                    bytes,
+                ),
+                DeviceOp::Pass(steps) => record(&mut encoder, steps),
+            }
+        }
+        self.ctx.queue.submit([encoder.finish()]);
+        Ok(())
+    }
+
+    fn read(&mut self, buf: Buf, offset: u64, bytes: u64) -> Result<Vec<u8>> {
+        if bytes == 0 {
+            return Ok(Vec::new());
+        }
+        // Copies start at a multiple of 4 bytes.
+        let start = offset - offset % wgpu::COPY_BUFFER_ALIGNMENT;
+        let device = &self.ctx.device;
+        let staging = self
+            .staging
+            .get_or_insert_with(|| Staging::new(device, offset + bytes - start));
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        let source = &self.buffers[buf.0];
+        staging.copy_from(device, &mut encoder, source, start, offset + bytes - start)?;
+        self.ctx.queue.submit([encoder.finish()]);
+        let read = staging.read(device)?;
+        let skip = (offset - start) as usize;
+        Ok(read[0][skip..skip + bytes as usize].to_vec())
+    }
+
+    fn wait(&mut self) -> Result<()> {
+        self.ctx.wait()
+    }
+}
+
+/// One dispatch as the mirror executor ran it: the kernel, its invocations and the
+/// contents of its bindings before it (the inputs of the parity test).
+#[derive(Debug, Clone)]
+pub struct Dispatch {
+    /// The kernel.
+    pub kernel: &'static Kernel,
+    /// Invocations of its domain.
+    pub items: u32,
+    /// The contents of its bindings, in binding order, before the dispatch.
+    pub contents: Vec<Vec<u8>>,
+}
+
+/// The CPU executor: buffers as bytes, each dispatch by its kernel's mirror.
+#[derive(Debug, Default)]
+pub struct MirrorExec {
+    buffers: Vec<Vec<u8>>,
+    /// The dispatches recorded so far, with their inputs (see [`MirrorExec::tracing`]).
+    pub trace: Vec<Dispatch>,
+    /// Dispatches recorded per kernel at most.
+    per_kernel: usize,
+}
+
+impl MirrorExec {
+    /// An executor that records the first `per_kernel` dispatches of each kernel into
+    /// [`MirrorExec::trace`].
+    pub fn tracing(per_kernel: usize) -> Self {
+        MirrorExec {
+            per_kernel,
+            ..MirrorExec::default()
+        }
+    }
+}
+
+impl Executor for MirrorExec {
+    type Program = Vec<Op>;
+
+    fn create(&mut self, specs: &[BufferSpec]) -> Result<()> {
+        self.buffers = specs
+            .iter()
+            .map(|spec| {
+                let mut bytes = vec![0u8; spec.bytes as usize];
+                if let Some(init) = &spec.init {
+                    bytes[..init.len()].copy_from_slice(init);
+                }
+                bytes
+            })
+            .collect();
+        Ok(())
+    }
+
+    fn program(&mut self, ops: &[Op]) -> Result<Vec<Op>> {
+        Ok(ops.to_vec())
+    }
+
+    fn write(&mut self, buf: Buf, offset: u64, bytes: &[u8]) {
+        let at = offset as usize;
+        self.buffers[buf.0][at..at + bytes.len()].copy_from_slice(bytes);
+    }
+
+    fn run(&mut self, programs: &[&Vec<Op>]) -> Result<()> {
+        for op in programs.iter().copied().flatten() {
+            match op {
+                Op::Clear(b) => self.buffers[b.0].fill(0),
+                &Op::Copy {
+                    src,
+                    from,
+                    dst,
+                    to,
+                    bytes,
+                } => {
+                    let (from, to, bytes) = (from as usize, to as usize, bytes as usize);
+                    let chunk = self.buffers[src.0][from..from + bytes].to_vec();
+                    self.buffers[dst.0][to..to + bytes].copy_from_slice(&chunk);
+                }
+                Op::Dispatch {
+                    kernel,
+                    buffers,
+                    items,
+                    gate,
+                } => {
+                    if let Some((args, offset)) = gate {
+                        // No workgroups: the iterations have stopped.
+                        let at = *offset as usize;
+                        if self.buffers[args.0][at..at + 4] == [0; 4] {
+                            continue;
+                        }
+                    }
+                    let contents: Vec<&[u8]> = buffers
+                        .iter()
+                        .map(|b| self.buffers[b.0].as_slice())
+                        .collect();
+                    let out = kernel.mirror_once(&contents)?;
+                    let seen = self.trace.iter().filter(|d| d.kernel.name == kernel.name);
+                    if seen.count() < self.per_kernel {
+                        self.trace.push(Dispatch {
+                            kernel,
+                            items: *items,
+                            contents: contents.iter().map(|c| c.to_vec()).collect(),
+                        });
+                    }
+                    for ((b, binding), bytes) in buffers.iter().zip(kernel.bindings).zip(out) {
+                        if binding.access == Access::Write {
+                            self.buffers[b.0] = bytes;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn read(&mut self, buf: Buf, offset: u64, bytes: u64) -> Result<Vec<u8>> {
+        let (at, len) = (offset as usize, bytes as usize);
+        self.buffers[buf.0]
+            .get(at..at + len)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| Error::Gpu(format!("read past the end of buffer {}", buf.0)))
+    }
+
+    fn wait(&mut self) -> Result<()> {
+        Ok(())
+    }
+}

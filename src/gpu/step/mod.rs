@@ -1,0 +1,38 @@
+//! The time step on the GPU (issue 14) for scenes of dynamic spheres against fixed or
+//! kinematic planes: the state stays in GPU buffers from one step to the next.
+//!
+//! One WGSL file per stage in `shaders/step/`, each registered in [`crate::gpu::kernels`]
+//! (`STEP_*`) with its `f32` mirror in [`crate::gpu::cpu`]:
+//! 1. the sphere state ([`GpuBody`]: pose, velocities, mass properties) uploaded once;
+//! 2. broad phase: a uniform grid of cells at least a diameter plus the envelope wide, the
+//!    cells hashed into buckets and counting-sorted (atomic counts, prefix sums, an atomic
+//!    scatter whose order within a bucket the next pass fixes by sorting each bucket by
+//!    item: the result does not depend on timing);
+//! 3. narrow phase: each sphere counts, then writes, the contacts it owns with the spheres
+//!    of the 27 cells around its own and with the planes (the CPU's envelope rule), into a
+//!    list sorted by the key (owner, other);
+//! 4. assembly: contact frames, the Jacobian in the component-major layout of
+//!    [`crate::gpu::OperatorData::Factored`], the `M⁻¹Jᵀ` rows, the body links (a second
+//!    counting sort), the block steps `1/λ_max` of the Delassus blocks, the preconditioner
+//!    and `r = J v_free + b`;
+//! 5. warm start: the previous step's impulses by binary search of the key;
+//! 6. the solve by the kernels of `jacobi-gpu` on these buffers (their `Params` written on
+//!    the GPU from the contact count), the natural-map residual of the answer, then
+//!    semi-implicit Euler;
+//! 7. statistics (kinetic energy, mean height, largest penetration, non-finite entries)
+//!    reduced on the GPU and copied into a ring read back every [`RING`] steps.
+//!
+//! [`Schedule`] lists the buffers and operations; an [`Executor`] runs them: [`DeviceExec`]
+//! on the GPU, [`MirrorExec`] on the CPU through the mirrors (the `f32` reference of the
+//! whole step; its trace gives the kernels' parity test real inputs). [`StepPipeline`] is
+//! the host's side; `crate::sim::resident` builds it from a `World`.
+
+mod data;
+mod exec;
+mod pipeline;
+mod schedule;
+
+pub use data::{GpuBody, GpuContact, GpuPlane, Span, StepGate, StepParams};
+pub use exec::{DeviceExec, DeviceProgram, Dispatch, Executor, MirrorExec};
+pub use pipeline::{Assembly, GpuStepStats, RING, StageTimes, StepPipeline};
+pub use schedule::{Buf, BufferSpec, CHECK_EVERY, Named, Op, SLOT_BYTES, Schedule, StatsSlot};
