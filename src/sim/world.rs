@@ -347,6 +347,17 @@ impl World {
             .map(|(&(a, b, _), &g)| ((a, b), g))
     }
 
+    /// The contacts of the last collision detection (that of the last step, or of
+    /// [`World::problem`] when it was called since), each with the impulse the last step's
+    /// solve gave it (normal then tangential components, N·s; zero for a contact the step's
+    /// problem left out or did not have). What a binding shows of the contacts.
+    pub fn contacts(&self) -> impl Iterator<Item = (&Contact, [f64; 3])> + '_ {
+        self.contacts.iter().map(|c| {
+            let key = (c.body_a, c.body_b, c.feature);
+            (c, self.warm_contacts.get(&key).copied().unwrap_or_default())
+        })
+    }
+
     /// Advances one step with `solver` (its session is kept for the next steps).
     pub fn step(&mut self, solver: &mut Runner) -> Result<StepStats> {
         self.step_with_report(solver).map(|(stats, _)| stats)
