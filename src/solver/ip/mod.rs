@@ -41,7 +41,10 @@ use standard::Standard;
 
 /// The relative Coulomb residual at which the outer fixed point hands over to the polish.
 const COULOMB_SWITCH: f64 = 1e-6;
-/// The interior point's tolerances in the second round of the Coulomb fixed point, when the
+/// Rounds of the Coulomb fixed point and polish at most: the first to `COULOMB_SWITCH`, the
+/// others to the settings' tolerance, each from the last answer.
+const COULOMB_ROUNDS: usize = 4;
+/// The interior point's tolerances in the later rounds of the Coulomb fixed point, when the
 /// polish of the first fell short (Siconos' Confeti and Capsules problems).
 const TIGHT_TOL: f64 = 1e-13;
 /// The interior point's tolerances in the CCP rounds after the first, when the first round's
@@ -487,7 +490,7 @@ impl Session for IpSession {
             ..settings.clone()
         };
         let mut total: Option<Report> = None;
-        for round in 0..2 {
+        for round in 0..COULOMB_ROUNDS {
             let params = if round == 0 { params } else { tight };
             let mut report = coulomb::solve(IP_NAME, sys, &phase, |s, bias| {
                 Ok(self.inner(sys, s, bias, &params, false))
@@ -544,7 +547,7 @@ impl Session for IpSession {
             }
             report.time_s = start.elapsed().as_secs_f64();
             let used = report.iterations;
-            let stop = done || round == 1 || used >= settings.max_iter;
+            let stop = done || round + 1 == COULOMB_ROUNDS || used >= settings.max_iter;
             phase = Settings {
                 tol: settings.tol,
                 max_iter: settings.max_iter.saturating_sub(used),
