@@ -300,7 +300,7 @@ fn balls_in_box_iterations_per_step_are_what_the_readme_says() {
 }
 
 /// Iterations per step of the interior point on `balls_in_box` (README).
-const IP_ITERATIONS: std::ops::RangeInclusive<usize> = 10..=20;
+const IP_ITERATIONS: std::ops::RangeInclusive<usize> = 8..=20;
 
 /// The rows `[d, p × d]` of a contact at lever arm `p` along each of `dirs`.
 fn contact_rows(p: [f64; 3], dirs: &[[f64; 3]]) -> Vec<[f64; 6]> {

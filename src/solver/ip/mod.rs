@@ -264,7 +264,7 @@ impl IpSession {
         let it = mehrotra::starting_point(&std, &mut kkt, params, warm.as_ref())?;
         let eta = block_steps(sys, settings.block_step);
         let max_iter = params.max_iter.min(settings.max_iter);
-        let outcome = mehrotra::iterate(&std, &mut kkt, params, max_iter, it, |k, it, _| {
+        let outcome = mehrotra::iterate(&std, &mut kkt, params, max_iter, it, |k, it, meas| {
             let gamma = std.gamma(&it.z, sys.rows());
             let u = progress::biased_velocity(sys, bias, &gamma);
             let res = merit::residual(sys, &gamma, &u, settings.friction, &eta);
@@ -275,9 +275,13 @@ impl IpSession {
                 time_s: start.elapsed().as_secs_f64(),
                 products: k0 + k,
             });
-            // An iterate that meets the settings' tolerance needs no more iterations (nor
-            // a polish), unless the caller finishes the answer itself.
-            stop_early && settings.met(&res)
+            // A feasible iterate that meets the settings' tolerance needs no more iterations
+            // (nor a polish), unless the caller finishes the answer itself. Feasible: the
+            // relative natural map of diverging impulses (an infeasible problem) is small too.
+            stop_early
+                && settings.met(&res)
+                && meas.primal <= params.tol_primal
+                && meas.dual <= params.tol_dual
         })?;
         Ok(Interior {
             gamma: std.gamma(&outcome.iterate.z, sys.rows()),
@@ -358,6 +362,11 @@ impl IpSession {
             add_phase(&mut phases, PHASE_IP, t0.elapsed().as_secs_f64());
             let mut gamma = next.gamma;
             let value = |g: &[f64]| settings.criterion.of(&measure(g));
+            if next.status == Status::Infeasible {
+                // A certificate: no round or polish can do better.
+                (best, status) = (Some((value(&gamma), gamma)), next.status);
+                break;
+            }
             if params.polish && value(&gamma) > settings.tol {
                 let t0 = Instant::now();
                 let map = polish::NaturalMap {
@@ -407,6 +416,9 @@ impl IpSession {
         // not, even when those measures are met (badly scaled problems).
         let met = settings.met(&res);
         status = match status {
+            // A certificate stands, whatever the (size-relative) natural map of the diverging
+            // impulses says.
+            Status::Infeasible => Status::Infeasible,
             _ if met => Status::Converged,
             Status::Converged => Status::Stalled,
             other => other,
