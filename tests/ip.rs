@@ -342,7 +342,8 @@ fn box_on_redundant_contacts(v_t: f64) -> System {
 }
 
 /// The singular box converges under both friction models, sticking and sliding: the natural
-/// map meets 1e-10 and the box does not sink (nor lift, under Coulomb).
+/// map meets 1e-10 and the box does not sink (nor lift, under Coulomb); the report splits
+/// the time into its phases.
 #[test]
 fn box_on_redundant_contacts_converges_under_both_models() {
     for friction in [FrictionModel::Ccp, FrictionModel::Coulomb] {
@@ -363,6 +364,14 @@ fn box_on_redundant_contacts_converges_under_both_models() {
                 "{what}: {:e}",
                 r.residual.relative
             );
+            // The interior point's and the polish's times are reported apart.
+            let ip_time = r.phases.iter().find(|p| p.name == "interior_point");
+            assert!(
+                ip_time.is_some_and(|p| p.time_s > 0.0),
+                "{what}: {:?}",
+                r.phases
+            );
+            assert!(r.phases.iter().map(|p| p.time_s).sum::<f64>() <= r.time_s);
             // The CCP lifts a sliding box by μ‖u_t‖ (DESIGN §1); Coulomb keeps it on the ground.
             let v = sys.velocities(&r.gamma).unwrap();
             assert!(v[2] >= -1e-9, "{what}: sinks at {:e}", v[2]);
