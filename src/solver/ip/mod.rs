@@ -16,7 +16,8 @@
 //! - complementarity: `maxₖ |sₖᵀzₖ| / (‖s‖-scale · ‖z‖∞) ≤ tol_mu` (the largest product
 //!   of a cone in place of the mean `μ = sᵀz/ν`).
 //!
-//! The answer is then polished by semismooth Newton on the natural map (module `polish`).
+//! The answer is then polished by semismooth Newton on the natural map of `W` itself (module
+//! `polish`); a non-symmetric `W` is solved in rounds on its skew part (module `skew`).
 
 mod cones;
 mod kkt;
