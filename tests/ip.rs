@@ -300,4 +300,84 @@ fn balls_in_box_iterations_per_step_are_what_the_readme_says() {
 }
 
 /// Iterations per step of the interior point on `balls_in_box` (README).
-const IP_ITERATIONS: std::ops::RangeInclusive<usize> = 10..=20;
+const IP_ITERATIONS: std::ops::RangeInclusive<usize> = 8..=20;
+
+/// The rows `[d, p × d]` of a contact at lever arm `p` along each of `dirs`.
+fn contact_rows(p: [f64; 3], dirs: &[[f64; 3]]) -> Vec<[f64; 6]> {
+    dirs.iter()
+        .map(|d| {
+            let c = [
+                p[1] * d[2] - p[2] * d[1],
+                p[2] * d[0] - p[0] * d[2],
+                p[0] * d[1] - p[1] * d[0],
+            ];
+            [d[0], d[1], d[2], c[0], c[1], c[2]]
+        })
+        .collect()
+}
+
+/// A singular problem: a box resting on its four coplanar corner contacts, a redundant fifth
+/// at the centre of its base and the first corner written twice (six contacts, three
+/// degrees of freedom they constrain: `N` has rank 6 of 18), pushed sideways by `v_t`.
+fn box_on_redundant_contacts(v_t: f64) -> System {
+    let (a, h, mu) = (0.1, 0.05, 0.5);
+    let corners = [
+        [a, a, -h],
+        [-a, a, -h],
+        [-a, -a, -h],
+        [a, -a, -h],
+        [0.0, 0.0, -h],
+        [a, a, -h],
+    ];
+    let dirs = [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]];
+    let p = factored(
+        vec![body(1.0, [v_t, 0.0, -G * H, 0.0, 0.0, 0.0])],
+        vec![Cone::Coulomb { mu }; corners.len()],
+        corners
+            .iter()
+            .map(|&c| on_body(0, contact_rows(c, &dirs)))
+            .collect(),
+    );
+    System::new(&p).unwrap()
+}
+
+/// The singular box converges under both friction models, sticking and sliding: the natural
+/// map meets 1e-10 and the box does not sink (nor lift, under Coulomb); the report splits
+/// the time into its phases.
+#[test]
+fn box_on_redundant_contacts_converges_under_both_models() {
+    for friction in [FrictionModel::Ccp, FrictionModel::Coulomb] {
+        // μ g h = 0.049: sticking below, sliding above.
+        for v_t in [0.02, 0.2] {
+            let sys = box_on_redundant_contacts(v_t);
+            let settings = Settings {
+                friction,
+                tol: 1e-10,
+                max_iter: 5000,
+                ..Settings::default()
+            };
+            let r = Ip::default().solve(&sys, &settings).unwrap();
+            let what = format!("{friction:?}, v_t = {v_t}");
+            assert_eq!(r.status, Status::Converged, "{what}");
+            assert!(
+                r.residual.relative <= 1e-10,
+                "{what}: {:e}",
+                r.residual.relative
+            );
+            // The interior point's and the polish's times are reported apart.
+            let ip_time = r.phases.iter().find(|p| p.name == "interior_point");
+            assert!(
+                ip_time.is_some_and(|p| p.time_s > 0.0),
+                "{what}: {:?}",
+                r.phases
+            );
+            assert!(r.phases.iter().map(|p| p.time_s).sum::<f64>() <= r.time_s);
+            // The CCP lifts a sliding box by μ‖u_t‖ (DESIGN §1); Coulomb keeps it on the ground.
+            let v = sys.velocities(&r.gamma).unwrap();
+            assert!(v[2] >= -1e-9, "{what}: sinks at {:e}", v[2]);
+            if friction == FrictionModel::Coulomb {
+                assert!(v[2].abs() <= 1e-9, "{what}: lifts at {:e}", v[2]);
+            }
+        }
+    }
+}

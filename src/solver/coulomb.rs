@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use super::{Bias, Report, Settings, Status, TraceEntry, block_steps};
+use super::{Bias, Report, Settings, Status, TraceEntry, add_phase, block_steps};
 use crate::error::Result;
 use crate::problem::merit::{self, Residual};
 use crate::problem::{Cone, FrictionModel, System};
@@ -49,6 +49,7 @@ pub(crate) fn solve(
     let mut best = (settings.criterion.of(&res), res, gamma.clone());
     let (mut iterations, mut products, mut since_best) = (0, 0, 0);
     let mut trace: Vec<TraceEntry> = Vec::new();
+    let mut phases = Vec::new();
     let mut status = Status::MaxIterations;
     loop {
         if settings.met(&res) {
@@ -83,6 +84,9 @@ pub(crate) fn solve(
             ..*t
         }));
         iterations += report.iterations.max(1);
+        for p in &report.phases {
+            add_phase(&mut phases, &p.name, p.time_s);
+        }
         products += report.trace.last().map_or(0, |t| t.products);
         gamma = report.gamma;
         (res, u) = coulomb(&gamma);
@@ -114,5 +118,6 @@ pub(crate) fn solve(
         merit: merit::evaluate(sys, &gamma, FrictionModel::Coulomb),
         gamma,
         trace,
+        phases,
     })
 }

@@ -253,6 +253,30 @@ pub struct Report {
     pub merit: Merit,
     /// Residual per iteration.
     pub trace: Vec<TraceEntry>,
+    /// Wall time per phase of a solver made of phases (the interior point: `interior_point`
+    /// and `polish`), seconds; empty for the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
+}
+
+/// The wall time of one phase of a solve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    /// Its name.
+    pub name: String,
+    /// Its wall time, seconds.
+    pub time_s: f64,
+}
+
+/// Adds `time_s` to the phase `name` of `phases` (appended when new).
+pub(crate) fn add_phase(phases: &mut Vec<Phase>, name: &str, time_s: f64) {
+    match phases.iter_mut().find(|p| p.name == name) {
+        Some(p) => p.time_s += time_s,
+        None => phases.push(Phase {
+            name: name.to_string(),
+            time_s,
+        }),
+    }
 }
 
 /// A solver of the cone complementarity problem.

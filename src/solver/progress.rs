@@ -184,6 +184,7 @@ impl<'a> Progress<'a> {
             merit: merit::evaluate(sys, &gamma, self.settings.friction),
             gamma,
             trace: self.trace,
+            phases: Vec::new(),
         }
     }
 }

@@ -52,13 +52,17 @@ pub fn reports(sys: &System, reports: &[Report]) -> String {
 
 /// The JSON object of one solve: solver, status, iterations, time and the merit set.
 pub fn report_json(r: &Report) -> serde_json::Value {
-    json!({
+    let mut out = json!({
         "solver": r.solver,
         "status": r.status,
         "iterations": r.iterations,
         "time_s": r.time_s,
         "merit": r.merit,
-    })
+    });
+    if !r.phases.is_empty() {
+        out["phases"] = json!(r.phases);
+    }
+    out
 }
 
 /// The summary of `simulate`: one line per total, the wall time split by phase, and the

@@ -66,6 +66,9 @@ const DYNAMIC_DELTA: f64 = 1e-8;
 /// Iterative refinement: at most this many corrections, stopping at this relative residual.
 const REFINE_STEPS: usize = 8;
 const REFINE_TOL: f64 = 1e-14;
+/// The KKT size from which faer factors and solves on rayon's threads: below it the
+/// supernodes are too small to share.
+const PARALLEL_DIM: usize = 4096;
 /// Passes of the symmetric Ruiz equilibration.
 const RUIZ_PASSES: usize = 6;
 
@@ -90,6 +93,9 @@ pub(crate) struct Kkt {
     symbolic: Arc<SymbolicCholesky<usize>>,
     l_vals: Vec<f64>,
     mem: MemBuffer,
+    /// faer's parallelism: rayon's pool (supernodal factorization and solves) from
+    /// [`PARALLEL_DIM`] unknowns, sequential below.
+    par: Par,
 }
 
 impl Kkt {
@@ -185,9 +191,14 @@ impl Kkt {
                 sym
             }
         };
+        let par = if dim >= PARALLEL_DIM {
+            Par::rayon(0)
+        } else {
+            Par::Seq
+        };
         let req = symbolic
-            .factorize_numeric_ldlt_scratch::<f64>(Par::Seq, Default::default())
-            .or(symbolic.solve_in_place_scratch::<f64>(1, Par::Seq));
+            .factorize_numeric_ldlt_scratch::<f64>(par, Default::default())
+            .or(symbolic.solve_in_place_scratch::<f64>(1, par));
         let nnz = row_idx.len();
         let kkt = Kkt {
             n,
@@ -203,6 +214,7 @@ impl Kkt {
             l_vals: vec![0.0; symbolic.len_val()],
             symbolic,
             mem: MemBuffer::new(req),
+            par,
         };
         Ok((kkt, fresh))
     }
@@ -244,7 +256,7 @@ impl Kkt {
                     dynamic_regularization_delta: DYNAMIC_DELTA,
                     dynamic_regularization_epsilon: DYNAMIC_EPS,
                 },
-                Par::Seq,
+                self.par,
                 MemStack::new(&mut self.mem),
                 Default::default(),
             )
@@ -338,7 +350,7 @@ impl Kkt {
         ldlt.solve_in_place_with_conj(
             Conj::No,
             MatMut::from_column_major_slice_mut(x, dim, 1),
-            Par::Seq,
+            self.par,
             MemStack::new(&mut self.mem),
         );
     }

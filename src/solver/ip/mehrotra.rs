@@ -392,20 +392,21 @@ fn complementarity_rhs(
 
 /// Runs the predictor–corrector iteration from `it` until the measures meet the tolerances
 /// of `params`, `max_iter` iterations, a stall or an infeasibility certificate. `observe`
-/// sees each iterate (the trace).
+/// sees each iterate (the trace) and returns whether it already answers the caller's own
+/// test (the settings' tolerance): then the iteration stops there, converged.
 pub(crate) fn iterate(
     std: &Standard,
     kkt: &mut Kkt,
     params: &IpParams,
     max_iter: usize,
     mut it: Iterate,
-    mut observe: impl FnMut(usize, &Iterate, &Measures),
+    mut observe: impl FnMut(usize, &Iterate, &Measures) -> bool,
 ) -> Result<Outcome> {
     let (n, m) = (std.n, std.m);
     let nu: usize = std.blocks.iter().filter(|b| b.kind != Kind::Free).count();
     let (mut r_d, mut r_p) = (vec![0.0; n], vec![0.0; m]);
     let mut meas = residuals(std, &it, &mut r_d, &mut r_p);
-    observe(0, &it, &meas);
+    let mut answered = observe(0, &it, &meas);
     let mut best = (meas.worst(params), it.clone());
     let (mut since_best, mut short_steps) = (0, 0);
     let mut r_c = vec![0.0; m];
@@ -414,7 +415,7 @@ pub(crate) fn iterate(
     let z0 = norm_inf(&it.z).max(1.0);
     let mut k = 0;
     let status = loop {
-        if meas.worst(params) <= 1.0 {
+        if answered || meas.worst(params) <= 1.0 {
             break Status::Converged;
         }
         if k >= max_iter {
@@ -481,7 +482,7 @@ pub(crate) fn iterate(
             *v += alpha * d;
         }
         meas = residuals(std, &it, &mut r_d, &mut r_p);
-        observe(k, &it, &meas);
+        answered = observe(k, &it, &meas);
         let worst = meas.worst(params);
         if !worst.is_finite() {
             break Status::NumericalError;

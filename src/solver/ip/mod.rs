@@ -16,12 +16,14 @@
 //! - complementarity: `maxₖ |sₖᵀzₖ| / (‖s‖-scale · ‖z‖∞) ≤ tol_mu` (the largest product
 //!   of a cone in place of the mean `μ = sᵀz/ν`).
 //!
-//! The answer is then polished by semismooth Newton on the natural map (module `polish`).
+//! The answer is then polished by semismooth Newton on the natural map of `W` itself (module
+//! `polish`); a non-symmetric `W` is solved in rounds on its skew part (module `skew`).
 
 mod cones;
 mod kkt;
 mod mehrotra;
 mod polish;
+mod skew;
 mod standard;
 
 use std::time::Instant;
@@ -29,8 +31,8 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Bias, Report, Session, Settings, Solver, Status, TraceEntry, block_steps, coulomb, effective_r,
-    progress,
+    Bias, Report, Session, Settings, Solver, Status, TraceEntry, add_phase, block_steps, coulomb,
+    effective_r, progress,
 };
 use crate::error::{Error, Result};
 use crate::problem::merit;
@@ -40,9 +42,20 @@ use standard::Standard;
 
 /// The relative Coulomb residual at which the outer fixed point hands over to the polish.
 const COULOMB_SWITCH: f64 = 1e-6;
-/// The interior point's tolerances in the second round of the Coulomb fixed point, when the
+/// Rounds of the Coulomb fixed point and polish at most: the first to `COULOMB_SWITCH`, the
+/// others to the settings' tolerance, each from the last answer.
+const COULOMB_ROUNDS: usize = 4;
+/// The interior point's tolerances in the later rounds of the Coulomb fixed point, when the
 /// polish of the first fell short (Siconos' Confeti and Capsules problems).
 const TIGHT_TOL: f64 = 1e-13;
+/// The interior point's tolerances in the CCP rounds after the first, when the first round's
+/// answer, polished, misses the settings' tolerance (singular or non-symmetric `W`): the
+/// closer the interior point's answer, the surer the polish.
+const ROUND_TOL: f64 = 1e-12;
+/// A CCP round counts as progress when it divides the natural map by at least this factor...
+const ROUND_CONTRACTION: f64 = 0.5;
+/// ...and the fixed point on a skew part stops after this many rounds without progress.
+const SKEW_STALL_ROUNDS: usize = 3;
 
 /// The starting point rule when no warm start is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -172,6 +185,9 @@ impl Ip {
 
 /// The registry name of the interior point.
 const IP_NAME: &str = "ip";
+/// The names of its phases in [`Report::phases`].
+const PHASE_IP: &str = "interior_point";
+const PHASE_POLISH: &str = "polish";
 
 impl Solver for Ip {
     fn name(&self) -> &'static str {
@@ -196,17 +212,33 @@ struct IpSession {
     analyses: usize,
 }
 
+/// One interior-point solve: the answer, how the iteration ended and its iterations.
+struct Interior {
+    gamma: Vec<f64>,
+    status: Status,
+    iterations: usize,
+}
+
 impl IpSession {
-    /// The CCP solve (the QP) of `sys` with `bias` added to `r`.
-    fn solve_ccp(
+    /// The interior point on the cone QP of `W`'s symmetric part with `r + shift`; the trace
+    /// (appended to `trace`, iterations counted from `k0`) measures the natural map of the
+    /// problem with `r + bias` (and stops the iteration where it meets the settings'
+    /// tolerance if `stop_early`), and a warm start (`settings.warm_start` as `params.warm_start`
+    /// says) takes its slacks from that problem's velocities.
+    #[allow(clippy::too_many_arguments)]
+    fn interior(
         &mut self,
         sys: &System,
         settings: &Settings,
+        shift: Bias,
         bias: Bias,
         params: &IpParams,
-    ) -> Result<Report> {
-        let start = Instant::now();
-        let std = Standard::new(sys, bias);
+        start: Instant,
+        k0: usize,
+        trace: &mut Vec<TraceEntry>,
+        stop_early: bool,
+    ) -> Result<Interior> {
+        let std = Standard::new(sys, shift);
         let (mut kkt, fresh) = kkt::Kkt::new(&std, &mut self.analysis)?;
         self.analyses += usize::from(fresh);
         let warm = match (params.warm_start, &settings.warm_start) {
@@ -232,78 +264,207 @@ impl IpSession {
         };
         let it = mehrotra::starting_point(&std, &mut kkt, params, warm.as_ref())?;
         let eta = block_steps(sys, settings.block_step);
-        let mut trace = Vec::new();
         let max_iter = params.max_iter.min(settings.max_iter);
-        let outcome = mehrotra::iterate(&std, &mut kkt, params, max_iter, it, |k, it, _| {
+        let outcome = mehrotra::iterate(&std, &mut kkt, params, max_iter, it, |k, it, meas| {
             let gamma = std.gamma(&it.z, sys.rows());
             let u = progress::biased_velocity(sys, bias, &gamma);
             let res = merit::residual(sys, &gamma, &u, settings.friction, &eta);
             trace.push(TraceEntry {
-                iteration: k,
+                iteration: k0 + k,
                 residual: settings.criterion.of(&res),
                 natural_map_inf: res.inf,
                 time_s: start.elapsed().as_secs_f64(),
-                products: k,
+                products: k0 + k,
             });
+            // A feasible iterate that meets the settings' tolerance needs no more iterations
+            // (nor a polish), unless the caller finishes the answer itself. Feasible: the
+            // relative natural map of diverging impulses (an infeasible problem) is small too.
+            stop_early
+                && settings.met(&res)
+                && meas.primal <= params.tol_primal
+                && meas.dual <= params.tol_dual
         })?;
-        let mut gamma = std.gamma(&outcome.iterate.z, sys.rows());
-        let mut u = progress::biased_velocity(sys, bias, &gamma);
-        let mut status = outcome.status;
-        let mut res = merit::residual(sys, &gamma, &u, FrictionModel::Ccp, &eta);
-        if params.polish && !settings.met(&res) {
-            let n = polish::delassus_matrix(sys);
-            let r = effective_r(sys, bias);
-            let map = polish::NaturalMap {
-                sys,
-                n: &n,
-                r: &r,
-                friction: FrictionModel::Ccp,
-            };
-            gamma = polish::polish(&map, gamma);
-            u = progress::biased_velocity(sys, bias, &gamma);
-            res = merit::residual(sys, &gamma, &u, FrictionModel::Ccp, &eta);
+        Ok(Interior {
+            gamma: std.gamma(&outcome.iterate.z, sys.rows()),
+            status: outcome.status,
+            iterations: outcome.iterations,
+        })
+    }
+
+    /// The CCP solve of `sys` with `bias` added to `r`, in rounds: the interior point on the
+    /// QP of `W`'s symmetric part with `r + bias + Tγ` (`T` the skew part, module `skew`; the
+    /// first round from `γ = 0`, the later ones tighter, from the last answer) and the polish
+    /// on the natural map of `W` itself, until the settings' tolerance is met or a round no
+    /// longer helps (one tight round for a symmetric `W`). `finish` asks for these rounds and
+    /// the polish's proximal rounds: a CCP solve of its own, not the inner solve of the
+    /// Coulomb fixed point (one round, its skew shift from the warm start, the outer
+    /// iterate; the Coulomb polish finishes the answer).
+    fn solve_ccp(
+        &mut self,
+        sys: &System,
+        settings: &Settings,
+        bias: Bias,
+        params: &IpParams,
+        finish: bool,
+    ) -> Result<Report> {
+        let start = Instant::now();
+        let mut trace = Vec::new();
+        let eta = block_steps(sys, settings.block_step);
+        let measure = |gamma: &[f64]| {
+            let u = progress::biased_velocity(sys, bias, gamma);
+            merit::residual(sys, gamma, &u, FrictionModel::Ccp, &eta)
+        };
+        let skew = skew::skew_part(sys);
+        let tight = IpParams {
+            tol_primal: params.tol_primal.min(ROUND_TOL),
+            tol_dual: params.tol_dual.min(ROUND_TOL),
+            tol_mu: params.tol_mu.min(ROUND_TOL),
+            warm_start: WarmStart::Full,
+            ..*params
+        };
+        let r = effective_r(sys, bias);
+        let mut delassus = None;
+        let mut shift = bias.map(<[f64]>::to_vec);
+        if let (false, Some(t), Some(warm)) = (finish, &skew, &settings.warm_start) {
+            // An inner solve of the Coulomb fixed point: one round, on the skew part of the
+            // outer iterate, so that the outer fixed point runs on both at once.
+            let s = shift.get_or_insert_with(|| vec![0.0; sys.rows()]);
+            let mut tw = vec![0.0; sys.rows()];
+            t.mul_vec(warm, &mut tw);
+            s.iter_mut().zip(&tw).for_each(|(s, v)| *s += v);
         }
+        let (mut best, mut status, mut iterations) = (None::<(f64, Vec<f64>)>, Status::Stalled, 0);
+        let (mut since_best, mut phases) = (0, Vec::new());
+        for round in 0.. {
+            let (round_settings, round_params) = match &best {
+                None => (settings.clone(), params),
+                Some((_, gamma)) => (
+                    Settings {
+                        max_iter: settings.max_iter - iterations,
+                        warm_start: Some(gamma.clone()),
+                        ..settings.clone()
+                    },
+                    &tight,
+                ),
+            };
+            let t0 = Instant::now();
+            let next = self.interior(
+                sys,
+                &round_settings,
+                shift.as_deref(),
+                bias,
+                round_params,
+                start,
+                iterations,
+                &mut trace,
+                finish,
+            )?;
+            iterations += next.iterations.max(1);
+            add_phase(&mut phases, PHASE_IP, t0.elapsed().as_secs_f64());
+            let mut gamma = next.gamma;
+            let value = |g: &[f64]| settings.criterion.of(&measure(g));
+            if next.status == Status::Infeasible {
+                // A certificate: no round or polish can do better.
+                (best, status) = (Some((value(&gamma), gamma)), next.status);
+                break;
+            }
+            if params.polish && value(&gamma) > settings.tol {
+                let t0 = Instant::now();
+                let map = polish::NaturalMap {
+                    sys,
+                    n: delassus.get_or_insert_with(|| polish::delassus_matrix(sys)),
+                    r: &r,
+                    friction: FrictionModel::Ccp,
+                    eta: &eta,
+                };
+                gamma = polish::polish_scaled(&map, gamma, value, settings.tol, finish);
+                add_phase(&mut phases, PHASE_POLISH, t0.elapsed().as_secs_f64());
+            }
+            let v = value(&gamma);
+            let old = best.as_ref().map_or(f64::INFINITY, |b| b.0);
+            since_best = if v < ROUND_CONTRACTION * old {
+                0
+            } else {
+                since_best + 1
+            };
+            if v < old {
+                best = Some((v, gamma.clone()));
+                status = next.status;
+            }
+            let done = v <= settings.tol || iterations >= settings.max_iter || !v.is_finite();
+            let stalled = match (finish, &skew) {
+                (false, _) => true,
+                (true, Some(_)) => since_best >= SKEW_STALL_ROUNDS,
+                (true, None) => round >= 1,
+            };
+            if done || stalled {
+                break;
+            }
+            if let Some(t) = &skew {
+                // The fixed point goes on from this round's answer, better or not.
+                let s = shift.get_or_insert_with(|| vec![0.0; sys.rows()]);
+                t.mul_vec(&gamma, s);
+                if let Some(bias) = bias {
+                    s.iter_mut().zip(bias).for_each(|(s, b)| *s += b);
+                }
+            }
+        }
+        let gamma = best.expect("at least one round").1;
+        let res = measure(&gamma);
         // The settings' tolerance decides, as for every solver: an answer that meets it has
         // converged whatever the interior point's own measures say (they may stall at
         // rounding level on exact answers), and one that misses it (after the polish) has
         // not, even when those measures are met (badly scaled problems).
         let met = settings.met(&res);
         status = match status {
-            Status::Stalled | Status::MaxIterations if met => Status::Converged,
-            Status::Converged if !met => Status::Stalled,
+            // A certificate stands, whatever the (size-relative) natural map of the diverging
+            // impulses says.
+            Status::Infeasible => Status::Infeasible,
+            _ if met => Status::Converged,
+            Status::Converged => Status::Stalled,
             other => other,
         };
         Ok(Report {
             solver: IP_NAME.to_string(),
             status,
-            iterations: outcome.iterations,
+            iterations,
             time_s: start.elapsed().as_secs_f64(),
             residual: res,
             merit: merit::evaluate(sys, &gamma, settings.friction),
             gamma,
             trace,
+            phases,
         })
     }
 
     /// [`IpSession::solve_ccp`] with a failed factorization turned into a
     /// [`Status::NumericalError`] report of the initial iterate (faer's dynamic
     /// regularization makes it unexpected).
-    fn inner(&mut self, sys: &System, s: &Settings, bias: Bias, params: &IpParams) -> Report {
-        self.solve_ccp(sys, s, bias, params).unwrap_or_else(|e| {
-            let gamma = progress::initial_iterate(sys, s);
-            let u = progress::biased_velocity(sys, bias, &gamma);
-            let eta = vec![1.0; sys.blocks()];
-            Report {
-                solver: format!("{IP_NAME}: {e}"),
-                status: Status::NumericalError,
-                iterations: 0,
-                time_s: 0.0,
-                residual: merit::residual(sys, &gamma, &u, s.friction, &eta),
-                merit: merit::evaluate(sys, &gamma, s.friction),
-                gamma,
-                trace: Vec::new(),
-            }
-        })
+    fn inner(
+        &mut self,
+        sys: &System,
+        s: &Settings,
+        bias: Bias,
+        params: &IpParams,
+        finish: bool,
+    ) -> Report {
+        self.solve_ccp(sys, s, bias, params, finish)
+            .unwrap_or_else(|e| {
+                let gamma = progress::initial_iterate(sys, s);
+                let u = progress::biased_velocity(sys, bias, &gamma);
+                let eta = vec![1.0; sys.blocks()];
+                Report {
+                    solver: format!("{IP_NAME}: {e}"),
+                    status: Status::NumericalError,
+                    iterations: 0,
+                    time_s: 0.0,
+                    residual: merit::residual(sys, &gamma, &u, s.friction, &eta),
+                    merit: merit::evaluate(sys, &gamma, s.friction),
+                    gamma,
+                    trace: Vec::new(),
+                    phases: Vec::new(),
+                }
+            })
     }
 }
 
@@ -328,7 +489,7 @@ impl Session for IpSession {
         let params = self.params;
         if settings.friction != FrictionModel::Coulomb || !params.polish {
             return coulomb::solve(IP_NAME, sys, settings, |s, bias| {
-                Ok(self.inner(sys, s, bias, &params))
+                Ok(self.inner(sys, s, bias, &params, true))
             });
         }
         // The outer fixed point converges linearly: run it to `COULOMB_SWITCH`, finish with
@@ -342,26 +503,38 @@ impl Session for IpSession {
             ..settings.clone()
         };
         let mut total: Option<Report> = None;
-        for round in 0..2 {
+        for round in 0..COULOMB_ROUNDS {
             let params = if round == 0 { params } else { tight };
             let mut report = coulomb::solve(IP_NAME, sys, &phase, |s, bias| {
-                Ok(self.inner(sys, s, bias, &params))
+                Ok(self.inner(sys, s, bias, &params, false))
             })?;
             if !settings.met(&report.residual) {
+                let t0 = Instant::now();
                 let map = polish::NaturalMap {
                     sys,
                     n: n.get_or_insert_with(|| polish::delassus_matrix(sys)),
                     r: &r,
                     friction: FrictionModel::Coulomb,
+                    eta: &eta,
                 };
-                let gamma = polish::polish(&map, report.gamma.clone());
-                let u = progress::biased_velocity(sys, None, &gamma);
-                let res = merit::residual(sys, &gamma, &u, FrictionModel::Coulomb, &eta);
+                let measure = |gamma: &[f64]| {
+                    let u = progress::biased_velocity(sys, None, gamma);
+                    merit::residual(sys, gamma, &u, FrictionModel::Coulomb, &eta)
+                };
+                let gamma = polish::polish_scaled(
+                    &map,
+                    report.gamma.clone(),
+                    |g| settings.criterion.of(&measure(g)),
+                    settings.tol,
+                    true,
+                );
+                let res = measure(&gamma);
                 if settings.criterion.of(&res) < settings.criterion.of(&report.residual) {
                     report.merit = merit::evaluate(sys, &gamma, FrictionModel::Coulomb);
                     report.residual = res;
                     report.gamma = gamma;
                 }
+                add_phase(&mut report.phases, PHASE_POLISH, t0.elapsed().as_secs_f64());
             }
             let done = settings.met(&report.residual);
             report.status = if done {
@@ -381,10 +554,13 @@ impl Session for IpSession {
                 }));
                 report.trace = trace;
                 report.iterations += k0;
+                for p in prev.phases {
+                    add_phase(&mut report.phases, &p.name, p.time_s);
+                }
             }
             report.time_s = start.elapsed().as_secs_f64();
             let used = report.iterations;
-            let stop = done || round == 1 || used >= settings.max_iter;
+            let stop = done || round + 1 == COULOMB_ROUNDS || used >= settings.max_iter;
             phase = Settings {
                 tol: settings.tol,
                 max_iter: settings.max_iter.saturating_sub(used),

@@ -20,8 +20,19 @@ use crate::problem::{Cone, CsrMatrix, FrictionModel, System};
 /// until a step reduces `‖F‖`, relative to the largest diagonal entry of `N`: redundant
 /// contacts make `N`, and the Newton matrix, singular.
 const REGULARIZATION: [f64; 5] = [1e-12, 1e-8, 1e-4, 1.0, 1e2];
-/// Newton steps at most.
-const MAX_STEPS: usize = 12;
+/// The proximal weight of [`proximal`], relative to each row's diagonal of `N`.
+const PROXIMAL: f64 = 1e-3;
+/// Proximal rounds at most...
+const PROXIMAL_ROUNDS: usize = 50;
+/// ...each of at most this many Newton steps (inexact proximal steps).
+const PROXIMAL_STEPS: usize = 40;
+/// Newton steps at most...
+const MAX_STEPS: usize = 40;
+/// ...and in a quick polish (without proximal rounds: the inner solves of the Coulomb fixed
+/// point).
+const QUICK_STEPS: usize = 12;
+/// `‖F‖` at which Newton stops, relative to `max(‖γ‖, ‖y‖)`.
+const ROUNDING: f64 = 1e-15;
 
 /// `N + E` as an explicit sparse matrix: the assembled matrix, or `J M⁻¹ Jᵀ` gathered body
 /// by body for the factored form.
@@ -99,11 +110,15 @@ fn projection_jacobian(cone: &Cone, y: &[f64]) -> [f64; 9] {
 }
 
 /// The natural map of one problem: `N + E`, `r` (with the bias) and the friction model.
+#[derive(Clone, Copy)]
 pub(crate) struct NaturalMap<'a> {
     pub sys: &'a System,
     pub n: &'a CsrMatrix,
     pub r: &'a [f64],
     pub friction: FrictionModel,
+    /// The step `η_k` of each block (`F_k = γ_k − Π(γ_k − η_k û_k)`): the blocks' own
+    /// scales, so that the impulse and velocity parts of `F` weigh alike.
+    pub eta: &'a [f64],
 }
 
 impl NaturalMap<'_> {
@@ -120,8 +135,9 @@ impl NaturalMap<'_> {
             if self.friction == FrictionModel::Coulomb {
                 cone.de_saxce_shift(yk);
             }
+            let eta = self.eta[k];
             for (yi, gi) in yk.iter_mut().zip(&gamma[range]) {
-                *yi = gi - *yi;
+                *yi = gi - eta * *yi;
             }
         }
         let mut f = y.clone();
@@ -167,7 +183,7 @@ fn newton_matrix(map: &NaturalMap<'_>, y: &[f64], u: &[f64]) -> Vec<Triplet<usiz
                 if pab != 0.0 {
                     t.push(Triplet::new(i, range.start + b, -pab));
                 }
-                let w = pab + ps[a * d + b];
+                let w = map.eta[k] * (pab + ps[a * d + b]);
                 if w == 0.0 {
                     continue;
                 }
@@ -183,19 +199,29 @@ fn newton_matrix(map: &NaturalMap<'_>, y: &[f64], u: &[f64]) -> Vec<Triplet<usiz
     t
 }
 
-/// Newton steps on `F` from `gamma`; returns the improved impulses (or `gamma` itself when
-/// no step reduces `‖F‖`).
-pub(crate) fn polish(map: &NaturalMap<'_>, mut gamma: Vec<f64>) -> Vec<f64> {
+/// At most `steps` Newton steps on `F` from `gamma`, until `‖F‖` reaches rounding level;
+/// returns the improved impulses (or `gamma` itself when no step reduces `‖F‖`).
+pub(crate) fn polish(map: &NaturalMap<'_>, mut gamma: Vec<f64>, steps: usize) -> Vec<f64> {
     let (n, m) = (map.n, gamma.len());
-    let diag = (0..m).map(|i| n.get(i, i)).fold(0.0, f64::max);
+    // The scale of the Newton matrix: its largest diagonal entry of `η N`.
+    let diag = (0..map.sys.blocks())
+        .flat_map(|k| {
+            map.sys
+                .block_range(k)
+                .map(move |i| map.eta[k] * n.get(i, i))
+        })
+        .fold(0.0, f64::max);
     let (mut f, mut y, mut u) = map.eval(&gamma);
     let mut fnorm = norm2(&f);
-    'newton: for _ in 0..MAX_STEPS {
-        if fnorm == 0.0 {
+    'newton: for _ in 0..steps {
+        // ‖γ‖ and ‖γ − y‖ = ‖η û‖: the scales of the two terms of F (weighted by η).
+        let scale = norm2(&gamma).max(norm2(&y));
+        if fnorm <= ROUNDING * scale {
             break;
         }
         let jac = newton_matrix(map, &y, &u);
-        for rho in REGULARIZATION {
+        let rel = fnorm / norm2(&gamma).max(norm2(&u)).max(f64::MIN_POSITIVE);
+        for rho in std::iter::once(rel).chain(REGULARIZATION) {
             let mut t = jac.clone();
             t.extend((0..m).map(|i| Triplet::new(i, i, rho * diag)));
             let Ok(mat) = SparseColMat::<usize, f64>::try_new_from_triplets(m, m, &t) else {
@@ -229,4 +255,82 @@ pub(crate) fn polish(map: &NaturalMap<'_>, mut gamma: Vec<f64>) -> Vec<f64> {
         break;
     }
     gamma
+}
+
+/// [`polish`] on the map with the blocks' own steps, then (while `value`, the settings'
+/// criterion, stays above `tol`) with unit steps, then, if `proximal`, by proximal rounds
+/// (see [`proximal`]), each from the best point so far: the block-scaled map separates the active
+/// set of badly scaled blocks (Siconos' Confeti), the unit map that of stacks whose blocks
+/// differ in scale (BoxesStack), the proximal rounds the degenerate contacts of a singular
+/// `W` (Capsules). Returns the best impulses by `value`.
+pub(crate) fn polish_scaled(
+    map: &NaturalMap<'_>,
+    gamma: Vec<f64>,
+    value: impl Fn(&[f64]) -> f64,
+    tol: f64,
+    proximal: bool,
+) -> Vec<f64> {
+    let unit = vec![1.0; map.eta.len()];
+    let mut best = (value(&gamma), gamma);
+    for eta in [map.eta, &unit] {
+        if best.0 <= tol {
+            return best.1;
+        }
+        let steps = if proximal { MAX_STEPS } else { QUICK_STEPS };
+        let polished = polish(&NaturalMap { eta, ..*map }, best.1.clone(), steps);
+        let v = value(&polished);
+        if v < best.0 {
+            best = (v, polished);
+        }
+    }
+    if proximal && best.0 > tol {
+        best = self::proximal(map, best, &value, tol);
+    }
+    best.1
+}
+
+/// Proximal rounds (the proximal point method on the monotone VI, Rockafellar 1976):
+/// `γₖ₊₁` solves the problem of `N + ρI` and `r − ργₖ` (`ρ` a fraction [`PROXIMAL`] of each
+/// row's diagonal), by [`polish`] from `γₖ`. Each such problem is strongly monotone, so that
+/// Newton's matrix stays regular on the contacts a singular `N` leaves degenerate, and its
+/// solutions converge to one of the original problem. `best` is `(value, γ)`.
+fn proximal(
+    map: &NaturalMap<'_>,
+    mut best: (f64, Vec<f64>),
+    value: &impl Fn(&[f64]) -> f64,
+    tol: f64,
+) -> (f64, Vec<f64>) {
+    let (n, m) = (map.n, map.r.len());
+    let diag: Vec<f64> = (0..m).map(|i| n.get(i, i)).collect();
+    let fallback = diag.iter().copied().fold(0.0, f64::max);
+    let rho: Vec<f64> = diag
+        .iter()
+        .map(|&d| PROXIMAL * if d > 0.0 { d } else { fallback })
+        .collect();
+    let mut t: Vec<(usize, usize, f64)> = Vec::with_capacity(n.nnz() + m);
+    for (i, &rho_i) in rho.iter().enumerate() {
+        let (cols, vals) = n.row(i);
+        t.extend(cols.iter().zip(vals).map(|(&j, &v)| (i, j, v)));
+        t.push((i, i, rho_i));
+    }
+    let shifted = CsrMatrix::from_triplets(m, m, &t).expect("indices of N are in range");
+    let (mut gamma, mut since_best) = (best.1.clone(), 0);
+    for _ in 0..PROXIMAL_ROUNDS {
+        let r: Vec<f64> = (0..m).map(|i| map.r[i] - rho[i] * gamma[i]).collect();
+        let sub = NaturalMap {
+            n: &shifted,
+            r: &r,
+            ..*map
+        };
+        gamma = polish(&sub, gamma, PROXIMAL_STEPS);
+        let v = value(&gamma);
+        since_best = if v < 0.5 * best.0 { 0 } else { since_best + 1 };
+        if v < best.0 {
+            best = (v, gamma.clone());
+        }
+        if best.0 <= tol || since_best >= 3 {
+            break;
+        }
+    }
+    best
 }

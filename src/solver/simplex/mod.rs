@@ -346,6 +346,7 @@ fn finish(
             time_s,
             products: pivots,
         }],
+        phases: Vec::new(),
     };
     if verify && status == Status::Converged && !meets(&report, settings) {
         report.status = Status::NumericalError;
