@@ -372,11 +372,8 @@ fn traced() -> Vec<signorini::gpu::step::Dispatch> {
         ("shaker", 4, 1e3),
         ("balls_in_box", 1, 1e-3),
     ] {
-        let path = format!("{}/scenes/{name}.toml", env!("CARGO_MANIFEST_DIR"));
-        let sets = [("lattice.0.count".to_string(), "300".to_string())];
-        let mut world = signorini::sim::scene::load(std::path::Path::new(&path), &sets)
-            .unwrap()
-            .world;
+        let mut world =
+            common::load_scene(&format!("{name}.toml"), &[("lattice.0.count", "300")]).world;
         world.settings.max_iter = 13;
         world.settings.tol = tol;
         let mut res = Resident::with_room(MirrorExec::tracing(3), &world, u64::MAX, room).unwrap();

@@ -22,18 +22,9 @@ use signorini::sim::resident::{self, Resident};
 use signorini::sim::{RigidBody, World};
 use signorini::solver::{Runner, Settings, Status};
 
-/// `scenes/NAME.toml` as it starts, with `sets` applied.
-fn scene_with(name: &str, sets: &[(&str, &str)]) -> signorini::sim::scene::Scene {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenes/{name}.toml"));
-    let sets: Vec<_> = sets
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    signorini::sim::scene::load(&path, &sets).unwrap()
-}
-
+/// `scenes/NAME.toml` as it starts.
 fn scene(name: &str) -> World {
-    scene_with(name, &[]).world
+    common::load_scene(&format!("{name}.toml"), &[]).world
 }
 
 /// The first step finds the CPU's contact set, and assembles the CPU's `r`, `μ` and `η` up
@@ -251,7 +242,7 @@ fn hundred_steps_of_shaker_agree_with_the_cpu() {
 #[test]
 fn gpu_runs_are_bit_identical_and_match_the_mirror() {
     let Some(ctx) = context() else { return };
-    let mut world = scene_with("balls_in_box", &[("lattice.0.count", "400")]).world;
+    let mut world = common::load_scene("balls_in_box.toml", &[("lattice.0.count", "400")]).world;
     // A tolerance some steps meet before the cap of 100 and others do not.
     world.settings.tol = 2e-2;
     world.settings.max_iter = 100;
@@ -360,7 +351,7 @@ fn the_room_for_contacts_grows_when_a_step_overflows() {
 #[test]
 fn a_non_finite_state_stops_the_run() {
     let Some(_ctx) = context() else { return };
-    let mut scene = scene_with("balls_in_box", &[("lattice.0.count", "200")]);
+    let mut scene = common::load_scene("balls_in_box.toml", &[("lattice.0.count", "200")]);
     // Speeds beyond f32: the state on the GPU holds infinities from the first step.
     for b in scene
         .world

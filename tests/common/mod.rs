@@ -115,6 +115,17 @@ where
 /// The problem of step `steps + 1` of a scene of `scenes/` (with `--set`-style overrides),
 /// after `steps` steps with PGS.
 pub fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System {
+    let mut s = load_scene(file, sets);
+    let mut pgs = signorini::solver::Runner::new(registry::solver("pgs").unwrap());
+    for _ in 0..steps {
+        s.world.step(&mut pgs).unwrap();
+    }
+    System::new(&s.world.problem().problem).unwrap()
+}
+
+/// `scenes/FILE` (e.g. `balls_in_box.toml`) as it starts, with the overrides `sets` (as
+/// `simulate --set` takes them).
+pub fn load_scene(file: &str, sets: &[(&str, &str)]) -> signorini::sim::scene::Scene {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("scenes")
         .join(file);
@@ -122,12 +133,7 @@ pub fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System 
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let mut s = signorini::sim::scene::load(&path, &sets).unwrap();
-    let mut pgs = signorini::solver::Runner::new(registry::solver("pgs").unwrap());
-    for _ in 0..steps {
-        s.world.step(&mut pgs).unwrap();
-    }
-    System::new(&s.world.problem().problem).unwrap()
+    signorini::sim::scene::load(&path, &sets).unwrap()
 }
 
 /// A seeded generator without dependencies (SplitMix64), so that random cases are
