@@ -532,7 +532,8 @@ impl Schedule {
                     args,
                     single_args,
                 ));
-                solve.push(Op::Clear(monitor));
+                // The gate reads only the measure's `value` (the monitor is cleared once,
+                // before the answer's measure): no clear here, no split of the pass.
                 solve.push(gated(
                     &MEASURE,
                     &[solver, scalars, monitor],
