@@ -71,8 +71,8 @@ fn words(data: Data) -> (usize, &'static [usize]) {
         // kind, dim, row, jac, body0, body1; mu, eta.
         Data::Blocks => (8, &[0, 1, 2, 3, 4, 5]),
         Data::Links | Data::Cells | Data::StepGate => (4, &[0, 1, 2, 3]),
-        // owner, other, padding; the normal and the gap.
-        Data::Contacts => (8, &[0, 1, 2, 3]),
+        // owner, other; mu, eta, the normal and the gap.
+        Data::Contacts => (8, &[0, 1]),
         // n_bodies, n_blocks, n_rows, coulomb; omega, r_norm; criterion, max_dim.
         Data::SolverParams => (8, &[0, 1, 2, 3, 6, 7]),
         _ => (1, &[]),
@@ -344,6 +344,7 @@ fn cases(binding: &Binding, d: &ProblemData, rng: &mut Rng) -> Option<Vec<Vec<u8
         | Data::Words
         | Data::Scattered
         | Data::SolverParams
+        | Data::SphereConsts
         | Data::StepGate => None,
         // The operator's arrays, found by binding name in the problem's form.
         Data::LinksPtr
@@ -523,6 +524,7 @@ fn wgsl_type(data: Data) -> &'static str {
         Data::Planes => "array<GpuPlane>",
         Data::Contacts => "array<GpuContact>",
         Data::Cells => "array<vec4<i32>>",
+        Data::SphereConsts => "array<vec2<f32>>",
         Data::SolverParams => "array<Params>",
         Data::StepGate => "StepGate",
         Data::Links => "array<GpuLink>",
@@ -733,6 +735,8 @@ fn host_structs_match_the_shaders() {
     check!(step: GpuContact {
         owner,
         other,
+        mu,
+        eta,
         normal
     });
     // The history holds MAX_GLL values on both sides.

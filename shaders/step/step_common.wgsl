@@ -77,8 +77,9 @@ struct GpuContact {
     owner: u32,
     // The other sphere, or n_bodies + plane.
     other: u32,
-    pad0: u32,
-    pad1: u32,
+    // Friction coefficient and block step 1/lambda_max, written by `step_contact_rows`.
+    mu: f32,
+    eta: f32,
     // xyz: unit normal from A to B (A = owner, or the plane); w: signed gap.
     normal: vec4<f32>,
 }
@@ -123,6 +124,17 @@ fn free_velocity(b: GpuBody, h: f32, gravity: vec4<f32>) -> Twist {
         ang = ang + h * (torque / inertia);
     }
     return Twist(lin, ang);
+}
+
+// `tangent_frame` of `src/sim/joint.rs`: t1 = n x helper / |n x helper|, t2 = n x t1.
+fn tangents(n: vec3<f32>) -> array<vec3<f32>, 2> {
+    var helper = vec3<f32>(0.0, 1.0, 0.0);
+    if abs(n.x) < 0.6 {
+        helper = vec3<f32>(1.0, 0.0, 0.0);
+    }
+    let c = cross3(n, helper);
+    let t1 = c / sqrt(dot3(c, c));
+    return array<vec3<f32>, 2>(t1, cross3(n, t1));
 }
 
 // Cone kinds of a `GpuBlock` (`CONE_UNILATERAL`, `CONE_COULOMB` of `src/gpu/data.rs`).

@@ -1,33 +1,19 @@
 // Contact assembly, one invocation per contact k (`World::assemble` for spheres): the frame
 // (normal, `tangent_frame`'s tangents), the Jacobian rows of each dynamic side (a sphere
-// side A of a pair is negated; a plane side enters the bias with its velocity), the block
-// in the factored layout the solver kernels read (`OperatorData::Factored`: `jac`
-// component-major with stride = the contact count, `minv_jac` rows 2·dim·k + side·dim + i),
-// the step η_k = 1/λ_max of the Delassus block (+ compliance) (`BlockStep::MaxEigenvalue`),
-// the preconditioner (mean diagonal), and r = J v_free + b with b_0 = max(gap/h, −v_rec).
+// side A of a pair is negated; a plane side enters the bias with its velocity) in registers
+// only: the iterations rebuild them from the normal and the radii (`step_gather`,
+// `step_jacobi`). Written: the block (for the residual), the friction coefficient and the
+// step η_k = 1/λ_max of the Delassus block (+ compliance) (`BlockStep::MaxEigenvalue`) into
+// the contact, and r = J v_free + b with b_0 = max(gap/h, −v_rec).
 // Mirror: `src/gpu/cpu/step.rs::step_contact_rows`.
 
 @group(0) @binding(0) var<uniform> params: StepParams;
 @group(0) @binding(1) var<storage, read> offsets: array<u32>;
 @group(0) @binding(2) var<storage, read> bodies: array<GpuBody>;
 @group(0) @binding(3) var<storage, read> planes: array<GpuPlane>;
-@group(0) @binding(4) var<storage, read> contacts: array<GpuContact>;
+@group(0) @binding(4) var<storage, read_write> contacts: array<GpuContact>;
 @group(0) @binding(5) var<storage, read_write> blocks: array<GpuBlock>;
-@group(0) @binding(6) var<storage, read_write> jac: array<f32>;
-@group(0) @binding(7) var<storage, read_write> minv_jac: array<f32>;
-@group(0) @binding(8) var<storage, read_write> r: array<f32>;
-@group(0) @binding(9) var<storage, read_write> precond: array<f32>;
-
-// `tangent_frame` of `src/sim/joint.rs`: t1 = n x helper / |n x helper|, t2 = n x t1.
-fn tangents(n: vec3<f32>) -> array<vec3<f32>, 2> {
-    var helper = vec3<f32>(0.0, 1.0, 0.0);
-    if abs(n.x) < 0.6 {
-        helper = vec3<f32>(1.0, 0.0, 0.0);
-    }
-    let c = cross3(n, helper);
-    let t1 = c / sqrt(dot3(c, c));
-    return array<vec3<f32>, 2>(t1, cross3(n, t1));
-}
+@group(0) @binding(6) var<storage, read_write> r: array<f32>;
 
 // One Jacobi rotation that zeroes a[p][q] of the symmetric 3x3 matrix a (row-major),
 // r the third index (Numerical Recipes 11.1: t = sgn(theta) / (|theta| + sqrt(theta^2 + 1))).
@@ -105,61 +91,48 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     var nkk = array<f32, 9>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     var rhs = bias;
-    let jac_row = 2u * dim * k;
-    for (var s = 0u; s < 2u; s++) {
+    for (var s = 0u; s < sides; s++) {
         var rows = array<array<f32, 6>, 3>();
-        var inv = array<f32, 6>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-        if s < sides {
-            // Side 0 is the owner: A of a pair (negated rows, lever +n r), B of a plane
-            // contact (lever -n r); side 1 is B of a pair.
-            var id = c.owner;
-            var sgn = -1.0;
-            var lever = n * me.pos.w;
-            if plane {
-                sgn = 1.0;
-                lever = -(n * me.pos.w);
-            }
-            if s == 1u {
-                id = c.other;
-                sgn = 1.0;
-                lever = -(n * bodies[id].pos.w);
-            }
-            let b = bodies[id];
-            let vf = free_velocity(b, params.dt, params.gravity);
-            let q = vec4<f32>(-b.quat.xyz, b.quat.w);
-            inv = array<f32, 6>(b.inv.x, b.inv.x, b.inv.x, b.inv.y, b.inv.z, b.inv.w);
-            let v = array<f32, 6>(vf.lin.x, vf.lin.y, vf.lin.z, vf.ang.x, vf.ang.y, vf.ang.z);
-            for (var i = 0u; i < dim; i++) {
-                let e = dirs[i];
-                let ang = rotate(q, cross3(lever, e));
-                rows[i] = array<f32, 6>(
-                    sgn * e.x, sgn * e.y, sgn * e.z, sgn * ang.x, sgn * ang.y, sgn * ang.z);
-                for (var m = 0u; m < 6u; m++) {
-                    rhs[i] = rhs[i] + rows[i][m] * v[m];
-                }
-            }
-            for (var a = 0u; a < dim; a++) {
-                for (var bb = 0u; bb < dim; bb++) {
-                    var acc = 0.0;
-                    for (var m = 0u; m < 6u; m++) {
-                        acc = acc + rows[a][m] * inv[m] * rows[bb][m];
-                    }
-                    nkk[3u * a + bb] = nkk[3u * a + bb] + acc;
-                }
+        // Side 0 is the owner: A of a pair (negated rows, lever +n r), B of a plane
+        // contact (lever -n r); side 1 is B of a pair.
+        var id = c.owner;
+        var sgn = -1.0;
+        var lever = n * me.pos.w;
+        if plane {
+            sgn = 1.0;
+            lever = -(n * me.pos.w);
+        }
+        if s == 1u {
+            id = c.other;
+            sgn = 1.0;
+            lever = -(n * bodies[id].pos.w);
+        }
+        let b = bodies[id];
+        let vf = free_velocity(b, params.dt, params.gravity);
+        let q = vec4<f32>(-b.quat.xyz, b.quat.w);
+        let inv = array<f32, 6>(b.inv.x, b.inv.x, b.inv.x, b.inv.y, b.inv.z, b.inv.w);
+        let v = array<f32, 6>(vf.lin.x, vf.lin.y, vf.lin.z, vf.ang.x, vf.ang.y, vf.ang.z);
+        for (var i = 0u; i < dim; i++) {
+            let e = dirs[i];
+            let ang = rotate(q, cross3(lever, e));
+            rows[i] = array<f32, 6>(
+                sgn * e.x, sgn * e.y, sgn * e.z, sgn * ang.x, sgn * ang.y, sgn * ang.z);
+            for (var m = 0u; m < 6u; m++) {
+                rhs[i] = rhs[i] + rows[i][m] * v[m];
             }
         }
-        for (var i = 0u; i < dim; i++) {
-            let slot = s * dim + i;
-            for (var m = 0u; m < 6u; m++) {
-                jac[(slot * 6u + m) * count + k] = rows[i][m];
-                minv_jac[6u * (jac_row + slot) + m] = rows[i][m] * inv[m];
+        for (var a = 0u; a < dim; a++) {
+            for (var bb = 0u; bb < dim; bb++) {
+                var acc = 0.0;
+                for (var m = 0u; m < 6u; m++) {
+                    acc = acc + rows[a][m] * inv[m] * rows[bb][m];
+                }
+                nkk[3u * a + bb] = nkk[3u * a + bb] + acc;
             }
         }
     }
-    var trace = 0.0;
     for (var i = 0u; i < dim; i++) {
         nkk[4u * i] = nkk[4u * i] + params.compliance;
-        trace = trace + nkk[4u * i];
     }
     var lmax = nkk[0];
     var kind = CONE_UNILATERAL;
@@ -171,14 +144,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if lmax > 0.0 {
         eta = 1.0 / lmax;
     }
-    let mean = trace / f32(dim);
-    var pre = 1.0;
-    if mean > 0.0 {
-        pre = mean;
-    }
-    blocks[k] = GpuBlock(kind, dim, dim * k, jac_row, i32(c.owner), body1, mu, eta);
+    blocks[k] = GpuBlock(kind, dim, dim * k, 0u, i32(c.owner), body1, mu, eta);
+    contacts[k].mu = mu;
+    contacts[k].eta = eta;
     for (var i = 0u; i < dim; i++) {
         r[dim * k + i] = rhs[i];
-        precond[dim * k + i] = pre;
     }
 }

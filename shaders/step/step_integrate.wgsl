@@ -1,5 +1,6 @@
 // Semi-implicit Euler, one invocation per sphere (`World::step_with_report` then
-// `RigidBody::integrate`): v = v_free + M^-1 J^T gamma (w, from `factored_bodies`), then
+// `RigidBody::integrate`): v = v_free + M^-1 J^T gamma (w from `step_gather`, its angular
+// part W = -r w_ang in the world frame: w_body = R^T W / (-r)), then
 // x += h v and q = q (x) exp(h w_body), renormalized. Nothing moves in a step whose contacts
 // overflowed the capacity (the host grows the buffers and takes the step again). Mirror: `src/gpu/cpu/step.rs::step_integrate`.
 
@@ -18,7 +19,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let h = params.dt;
     let vf = free_velocity(b, h, params.gravity);
     let v = vf.lin + vec3<f32>(w[6u * i], w[6u * i + 1u], w[6u * i + 2u]);
-    let om = vf.ang + vec3<f32>(w[6u * i + 3u], w[6u * i + 4u], w[6u * i + 5u]);
+    let wa = vec3<f32>(w[6u * i + 3u], w[6u * i + 4u], w[6u * i + 5u]) / (-b.pos.w);
+    let om = vf.ang + rotate(vec4<f32>(-b.quat.xyz, b.quat.w), wa);
     b.vel = vec4<f32>(v, b.vel.w);
     b.omega = vec4<f32>(om, b.omega.w);
     b.pos = vec4<f32>(b.pos.xyz + h * v, b.pos.w);

@@ -62,7 +62,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                             if len > 0.0 {
                                 normal = d / len;
                             }
-                            insert(base, n, GpuContact(i, j, 0u, 0u, vec4<f32>(normal, gap)));
+                            insert(base, n, GpuContact(i, j, 0.0, 0.0, vec4<f32>(normal, gap)));
                         }
                         n = n + 1u;
                     }
@@ -75,7 +75,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let gap = dot3(me.xyz - plane.point.xyz, plane.normal.xyz) - me.w;
         if gap <= params.envelope {
             if write {
-                let c = GpuContact(i, params.n_bodies + p, 0u, 0u, vec4<f32>(plane.normal.xyz, gap));
+                let c = GpuContact(i, params.n_bodies + p, 0.0, 0.0, vec4<f32>(plane.normal.xyz, gap));
                 insert(base, n, c);
             }
             n = n + 1u;

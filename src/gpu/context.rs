@@ -108,8 +108,11 @@ impl GpuContext {
             max_storage_buffers_per_shader_stage: supported.max_storage_buffers_per_shader_stage,
             ..wgpu::Limits::default()
         };
+        // Timestamps (the GPU time of each kernel, `bench scaling`) where the adapter has them.
+        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("signorini"),
+            required_features: features,
             required_limits: limits,
             ..Default::default()
         }))

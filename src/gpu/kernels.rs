@@ -104,6 +104,8 @@ pub enum Data {
     SolverParams,
     /// One [`super::step::StepGate`] (where a step's iterations stand).
     StepGate,
+    /// `vec2<f32>` per sphere: `1/m` and `r²/I` (the iterations' constants of the time step).
+    SphereConsts,
 }
 
 /// One binding of group 0.
@@ -189,6 +191,9 @@ macro_rules! element {
     };
     (Cells) => {
         [i32; 4]
+    };
+    (SphereConsts) => {
+        [f32; 2]
     };
     (SolverParams) => {
         super::data::Params
@@ -348,7 +353,7 @@ pub const APGD_UPDATE: Kernel = kernel!(apgd_update, false, Rows, [
 /// Time step (issue 14): grid cell and hash bucket of each sphere.
 pub const STEP_GRID: Kernel = kernel!(step step_grid, false, Items, [
     params: Uniform (StepParams), bodies: Read [Spheres], cells: Write [Cells],
-    keys: Write [Words]]);
+    keys: Write [Words], consts: Write [SphereConsts]]);
 /// Counting sort: items per key (on zeroed counts).
 pub const STEP_SORT_COUNT: Kernel = kernel!(step step_sort_count, false, Items, [
     span: Uniform (Span), keys: Read [Words], counts: Write [Words]]);
@@ -373,12 +378,11 @@ pub const STEP_NARROW: Kernel = kernel!(step step_narrow, false, Items, [
     params: Uniform (StepParams), span: Uniform (Span), bodies: Read [Spheres],
     planes: Read [Planes], cells: Read [Cells], starts: Read [Words], sorted: Read [Words],
     offsets: Write [Words], contacts: Write [Contacts]]);
-/// Contact frames, Jacobian blocks, block steps, preconditioner and `r`.
+/// Contact blocks, friction coefficients, block steps and `r`.
 pub const STEP_CONTACT_ROWS: Kernel = kernel!(step step_contact_rows, false, Blocks, [
     params: Uniform (StepParams), offsets: Read [Words], bodies: Read [Spheres],
-    planes: Read [Planes], contacts: Read [Contacts], blocks: Write [Blocks],
-    jac: Write [Jacobian], minv_jac: Write [MinvJac], r: Write [Rows],
-    precond: Write [Diagonal]]);
+    planes: Read [Planes], contacts: Write [Contacts], blocks: Write [Blocks],
+    r: Write [Rows]]);
 /// Warm start by contact key.
 pub const STEP_WARM_START: Kernel = kernel!(step step_warm_start, false, Blocks, [
     params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
@@ -388,10 +392,16 @@ pub const STEP_WARM_START: Kernel = kernel!(step step_warm_start, false, Blocks,
 pub const STEP_LINK_KEYS: Kernel = kernel!(step step_link_keys, false, Items, [
     params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
     keys: Write [Words]]);
-/// Body links from the sorted entries.
-pub const STEP_LINKS: Kernel = kernel!(step step_links, false, Items, [
+/// `w = M⁻¹ Jᵀ x` of the sphere rows, sphere by sphere over its sorted links.
+pub const STEP_GATHER: Kernel = kernel!(step step_gather, false, Items, [
     params: Uniform (StepParams), starts: Read [Words], sorted: Read [Words],
-    links: Write [Links]]);
+    contacts: Read [Contacts], consts: Read [SphereConsts], x: Read [Rows],
+    w: Write [BodyComponents]]);
+/// `u = J w + E x + r` of the sphere rows and the projected Jacobi step, contact by contact.
+pub const STEP_JACOBI: Kernel = kernel!(step step_jacobi, false, Blocks, [
+    solver: Uniform (Params), params: Uniform (StepParams), contacts: Read [Contacts],
+    w: Read [BodyComponents], r: Read [Rows], x: Read [Rows], u: Write [Rows],
+    gamma_out: Write [Rows]]);
 /// The solver's `Params` from the contact count.
 pub const STEP_SOLVER_PARAMS: Kernel = kernel!(step step_solver_params, false, Single, [
     params: Uniform (StepParams), offsets: Read [Words], solver: Write [SolverParams]]);
@@ -443,8 +453,9 @@ pub const ALL: &[Kernel] = &[
     STEP_CONTACT_ROWS,
     STEP_WARM_START,
     STEP_LINK_KEYS,
-    STEP_LINKS,
     STEP_SOLVER_PARAMS,
+    STEP_GATHER,
+    STEP_JACOBI,
     STEP_GATE,
     STEP_INTEGRATE,
     STEP_KEEP,

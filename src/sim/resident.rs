@@ -42,6 +42,13 @@ pub fn unqualified(world: &World) -> Option<String> {
         .iter()
         .enumerate()
         .find_map(|(k, b)| match (b.shape, b.is_dynamic()) {
+            // The step's rows take the inertia as one scalar (`step_gather`).
+            (Shape::Sphere { .. }, true)
+                if (b.inertia.x - b.inertia.y).abs() + (b.inertia.x - b.inertia.z).abs()
+                    > 1e-12 * b.inertia.x.abs() =>
+            {
+                Some(format!("body {k} is a sphere with an anisotropic inertia"))
+            }
             (Shape::Sphere { .. }, true) | (Shape::Plane, false) => None,
             (shape, true) => Some(format!("body {k} is a dynamic {}", shape_name(&shape))),
             (shape, false) => Some(format!(

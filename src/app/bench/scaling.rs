@@ -86,24 +86,73 @@ pub struct Row {
     pub gpu_bytes_per_body: Option<f64>,
 }
 
-/// Steps timed stage by stage on the GPU-resident pipeline (after one untimed).
+/// The GPU time of one kernel in the GPU-resident step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelRow {
+    /// Bodies of the scene.
+    pub bodies: usize,
+    /// The kernel's registry name.
+    pub kernel: &'static str,
+    /// GPU time per step, s (summed over its dispatches).
+    pub s_per_step: f64,
+    /// Its share of the step's summed kernel time.
+    pub share: f64,
+}
+
+/// Steps timed stage by stage on the GPU-resident pipeline (after one untimed), then as
+/// many kernel by kernel.
 const TIMED_STEPS: usize = 3;
 
-/// The stage times (detection, solve; s per step, each waited for) and device bytes per
-/// body of the GPU-resident step of `scene`.
-fn stages(ctx: &std::sync::Arc<GpuContext>, scene: &Scene) -> Result<(f64, f64, f64)> {
+/// What [`stages`] measures.
+struct Stages {
+    detect_s: f64,
+    solve_s: f64,
+    bytes_per_body: f64,
+    kernels: Vec<KernelRow>,
+    timestamps: bool,
+}
+
+/// The stage times (detection, solve; s per step, each waited for), the GPU time of each
+/// kernel and the device bytes per body of the GPU-resident step of `scene`.
+fn stages(ctx: &std::sync::Arc<GpuContext>, scene: &Scene) -> Result<Stages> {
     let mut res = Resident::on_device(ctx.clone(), &scene.world)?;
     res.step()?;
     res.flush()?;
     let (mut detect, mut solve) = (0.0, 0.0);
+    let mut sums: Vec<(&'static str, f64)> = Vec::new();
     for _ in 0..TIMED_STEPS {
         let t = res.pipeline_mut().step_timed()?;
         detect += t.detect_s;
         solve += t.solve_s;
     }
+    for _ in 0..TIMED_STEPS {
+        for (kernel, t) in res.pipeline_mut().step_profiled()? {
+            match sums.iter_mut().find(|(k, _)| *k == kernel) {
+                Some((_, sum)) => *sum += t,
+                None => sums.push((kernel, t)),
+            }
+        }
+    }
+    res.flush()?;
     let n = TIMED_STEPS as f64;
-    let per_body = res.memory_bytes() as f64 / scene.world.bodies.len() as f64;
-    Ok((detect / n, solve / n, per_body))
+    let bodies = scene.world.bodies.len();
+    let total: f64 = sums.iter().map(|(_, t)| t).sum();
+    let kernels = sums
+        .into_iter()
+        .map(|(kernel, t)| KernelRow {
+            bodies,
+            kernel,
+            s_per_step: t / n,
+            share: t / total,
+        })
+        .collect();
+    Ok(Stages {
+        detect_s: detect / n,
+        solve_s: solve / n,
+        bytes_per_body: res.memory_bytes() as f64 / bodies as f64,
+        kernels,
+        timestamps: res.pipeline_mut().has_timestamps(),
+    })
 }
 
 /// The result of a run.
@@ -111,6 +160,10 @@ fn stages(ctx: &std::sync::Arc<GpuContext>, scene: &Scene) -> Result<(f64, f64, 
 pub struct Scaling {
     /// The measurements.
     pub rows: Vec<Row>,
+    /// The GPU-resident step's time by kernel, per scene size.
+    pub kernels: Vec<KernelRow>,
+    /// Whether the kernels were timed by the GPU's timestamps (else wall time per dispatch).
+    pub timestamps: bool,
     /// What was skipped and why.
     pub notes: Vec<String>,
 }
@@ -133,6 +186,8 @@ pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result
         ..Outputs::default()
     };
     let mut rows = Vec::new();
+    let mut kernels = Vec::new();
+    let mut timestamps = false;
     let mut ctx = None;
     for &size in &config.sizes {
         for sr in &runs {
@@ -156,8 +211,10 @@ pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result
                         Some(ctx) => ctx,
                         None => ctx.insert(std::sync::Arc::new(GpuContext::new()?)),
                     };
-                    let (d, v, b) = stages(ctx, &packing_scene(size, config.max_iter)?)?;
-                    (Some(d), Some(v), Some(b))
+                    let st = stages(ctx, &packing_scene(size, config.max_iter)?)?;
+                    timestamps = st.timestamps;
+                    kernels.extend(st.kernels);
+                    (Some(st.detect_s), Some(st.solve_s), Some(st.bytes_per_body))
                 } else {
                     (None, None, None)
                 };
@@ -183,7 +240,12 @@ pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result
     }
     // Best effort: the folder holds only the runs' steps.csv.
     let _ = std::fs::remove_dir_all(&scratch);
-    Ok(Scaling { rows, notes })
+    Ok(Scaling {
+        rows,
+        kernels,
+        timestamps,
+        notes,
+    })
 }
 
 impl Scaling {
@@ -222,6 +284,25 @@ impl Scaling {
                 }),
             ],
         );
+        let mut tables = vec![table];
+        if !self.kernels.is_empty() {
+            let how = if self.timestamps {
+                "the GPU's timestamps around each dispatch"
+            } else {
+                "wall time of each dispatch submitted alone (no timestamp queries on this adapter)"
+            };
+            tables.push(Table::of(
+                "scaling_kernels",
+                &format!("GPU time of the resident step by kernel ({how}), per step."),
+                &self.kernels,
+                &[
+                    ("bodies", |r| Cell::int(r.bodies)),
+                    ("kernel", |r| Cell::text(r.kernel)),
+                    ("GPU s/step", |r| Cell::Num(r.s_per_step)),
+                    ("share", |r| Cell::Num(r.share)),
+                ],
+            ));
+        }
         let solvers = distinct(self.rows.iter().map(|r| r.solver.as_str()));
         let curve = |solver: &str, f: fn(&Row) -> f64| -> Vec<(f64, f64)> {
             self.rows
@@ -260,11 +341,12 @@ impl Scaling {
                  velocities and the prepared system), the solve, and the output of `steps.csv`. \
                  `jacobi-gpu` takes the GPU-resident step (pipeline `gpu-resident`): its whole \
                  step counts as solve; its two stages are timed apart over a few more steps, \
-                 each waited for (wall time: no timestamp queries), with its device memory per \
-                 body; host time is what the host spends outside the waits."
+                 each waited for (wall time), with its device memory per body; host time is \
+                 what the host spends outside the waits. Then a few more steps run each \
+                 dispatch in a compute pass of its own, timed kernel by kernel."
                     .into(),
             ],
-            tables: vec![table],
+            tables,
             plots,
             notes: self.notes.clone(),
         })

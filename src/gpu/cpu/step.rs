@@ -1,10 +1,11 @@
 //! Mirrors of the time-step kernels of `shaders/step/` (issue 14): grid, counting sort,
-//! narrow phase, assembly, warm start, links, integration and statistics.
+//! narrow phase, assembly, warm start, body links, the iterations on the sphere rows
+//! (gather and Jacobi step), integration and statistics.
 
-use super::{project, workgroup_tree};
+use super::{model_velocity, project, workgroup_tree};
 use crate::gpu::kernels::WORKGROUP;
 use crate::gpu::step::{GpuBody, GpuContact, GpuPlane, Span, StepGate, StepParams};
-use crate::gpu::{CONE_COULOMB, CONE_UNILATERAL, GpuBlock, GpuLink, Monitor, Params, Partial};
+use crate::gpu::{CONE_COULOMB, CONE_UNILATERAL, GpuBlock, Monitor, Params, Partial};
 
 const WG: usize = WORKGROUP as usize;
 
@@ -61,11 +62,19 @@ fn free_velocity(b: &GpuBody, h: f32, gravity: [f32; 4]) -> [f32; 6] {
 }
 
 /// `step_grid.wgsl`.
-pub fn step_grid(p: &StepParams, bodies: &[GpuBody], cells: &mut [[i32; 4]], keys: &mut [u32]) {
+pub fn step_grid(
+    p: &StepParams,
+    bodies: &[GpuBody],
+    cells: &mut [[i32; 4]],
+    keys: &mut [u32],
+    consts: &mut [[f32; 2]],
+) {
     for i in 0..p.n_bodies as usize {
-        let c = cell_of(xyz(bodies[i].pos), p.cell);
+        let b = &bodies[i];
+        let c = cell_of(xyz(b.pos), p.cell);
         cells[i] = [c[0], c[1], c[2], 0];
         keys[i] = bucket_of(c, p.mask);
+        consts[i] = [b.inv[0], b.pos[3] * b.pos[3] * b.inv[1]];
     }
 }
 
@@ -206,12 +215,13 @@ fn contact(owner: u32, other: u32, n: V3, gap: f32) -> GpuContact {
     GpuContact {
         owner,
         other,
-        pad: [0; 2],
+        mu: 0.0,
+        eta: 0.0,
         normal: [n[0], n[1], n[2], gap],
     }
 }
 
-/// `tangents` of `step_contact_rows.wgsl` (`tangent_frame` in `f32`).
+/// `tangents` of `step_common.wgsl` (`tangent_frame` in `f32`).
 fn tangents(n: V3) -> [V3; 2] {
     let helper = if n[0].abs() < 0.6 {
         [1.0, 0.0, 0.0]
@@ -273,20 +283,16 @@ pub fn step_contact_rows(
     offsets: &[u32],
     bodies: &[GpuBody],
     planes: &[GpuPlane],
-    contacts: &[GpuContact],
+    contacts: &mut [GpuContact],
     blocks: &mut [GpuBlock],
-    jac: &mut [f32],
-    minv_jac: &mut [f32],
     r: &mut [f32],
-    precond: &mut [f32],
 ) {
     let count = offsets[p.n_bodies as usize];
     if count > p.capacity {
         return;
     }
     let dim = p.dim as usize;
-    let stride = count as usize;
-    for (k, c) in contacts[..stride].iter().enumerate() {
+    for (k, c) in contacts[..count as usize].iter_mut().enumerate() {
         let n = xyz(c.normal);
         let [t1, t2] = tangents(n);
         let dirs = [n, t1, t2];
@@ -308,53 +314,40 @@ pub fn step_contact_rows(
         };
         let mut nkk = [0.0f32; 9];
         let mut rhs = bias;
-        let jac_row = 2 * dim * k;
-        for s in 0..2 {
+        for s in 0..sides {
             let mut rows = [[0.0f32; 6]; 3];
-            let mut inv = [0.0f32; 6];
-            if s < sides {
-                let (id, sgn, lever) = match (s, plane) {
-                    (1, _) => {
-                        let id = c.other as usize;
-                        (id, 1.0, n.map(|x| x * bodies[id].pos[3]).map(|x| -x))
-                    }
-                    (_, true) => (c.owner as usize, 1.0, n.map(|x| x * me.pos[3]).map(|x| -x)),
-                    (_, false) => (c.owner as usize, -1.0, n.map(|x| x * me.pos[3])),
-                };
-                let b = &bodies[id];
-                let v = free_velocity(b, p.dt, p.gravity);
-                let q = [-b.quat[0], -b.quat[1], -b.quat[2], b.quat[3]];
-                inv = [b.inv[0], b.inv[0], b.inv[0], b.inv[1], b.inv[2], b.inv[3]];
-                for i in 0..dim {
-                    let e = dirs[i];
-                    let ang = rotate(q, cross3(lever, e));
-                    rows[i] = [e[0], e[1], e[2], ang[0], ang[1], ang[2]].map(|x| sgn * x);
-                    for m in 0..6 {
-                        rhs[i] += rows[i][m] * v[m];
-                    }
+            let (id, sgn, lever) = match (s, plane) {
+                (1, _) => {
+                    let id = c.other as usize;
+                    (id, 1.0, n.map(|x| x * bodies[id].pos[3]).map(|x| -x))
                 }
-                for a in 0..dim {
-                    for bb in 0..dim {
-                        let mut acc = 0.0f32;
-                        for m in 0..6 {
-                            acc += rows[a][m] * inv[m] * rows[bb][m];
-                        }
-                        nkk[3 * a + bb] += acc;
-                    }
+                (_, true) => (c.owner as usize, 1.0, n.map(|x| x * me.pos[3]).map(|x| -x)),
+                (_, false) => (c.owner as usize, -1.0, n.map(|x| x * me.pos[3])),
+            };
+            let b = &bodies[id];
+            let v = free_velocity(b, p.dt, p.gravity);
+            let q = [-b.quat[0], -b.quat[1], -b.quat[2], b.quat[3]];
+            let inv = [b.inv[0], b.inv[0], b.inv[0], b.inv[1], b.inv[2], b.inv[3]];
+            for i in 0..dim {
+                let e = dirs[i];
+                let ang = rotate(q, cross3(lever, e));
+                rows[i] = [e[0], e[1], e[2], ang[0], ang[1], ang[2]].map(|x| sgn * x);
+                for m in 0..6 {
+                    rhs[i] += rows[i][m] * v[m];
                 }
             }
-            for (i, row) in rows.iter().enumerate().take(dim) {
-                let slot = s * dim + i;
-                for m in 0..6 {
-                    jac[(slot * 6 + m) * stride + k] = row[m];
-                    minv_jac[6 * (jac_row + slot) + m] = row[m] * inv[m];
+            for a in 0..dim {
+                for bb in 0..dim {
+                    let mut acc = 0.0f32;
+                    for m in 0..6 {
+                        acc += rows[a][m] * inv[m] * rows[bb][m];
+                    }
+                    nkk[3 * a + bb] += acc;
                 }
             }
         }
-        let mut trace = 0.0f32;
         for i in 0..dim {
             nkk[4 * i] += p.compliance;
-            trace += nkk[4 * i];
         }
         let (lmax, kind) = if dim == 3 {
             (max_eigenvalue(nkk), CONE_COULOMB)
@@ -362,22 +355,19 @@ pub fn step_contact_rows(
             (nkk[0], CONE_UNILATERAL)
         };
         let eta = if lmax > 0.0 { 1.0 / lmax } else { 0.0 };
-        let mean = trace / dim as f32;
-        let pre = if mean > 0.0 { mean } else { 1.0 };
         blocks[k] = GpuBlock {
             kind,
             dim: p.dim,
             row: p.dim * k as u32,
-            jac: jac_row as u32,
+            jac: 0,
             body0: c.owner as i32,
             body1,
             mu,
             eta,
         };
-        for i in 0..dim {
-            r[dim * k + i] = rhs[i];
-            precond[dim * k + i] = pre;
-        }
+        c.mu = mu;
+        c.eta = eta;
+        r[dim * k..dim * (k + 1)].copy_from_slice(&rhs[..dim]);
     }
 }
 
@@ -477,21 +467,115 @@ pub fn step_keep(
     prev_gamma[..rows].copy_from_slice(&gamma[..rows]);
 }
 
-/// `step_links.wgsl`.
-pub fn step_links(p: &StepParams, starts: &[u32], sorted: &[u32], links: &mut [GpuLink]) {
-    let dim = p.dim;
-    for (link, &e) in links
-        .iter_mut()
-        .zip(sorted)
-        .take(starts[p.n_bodies as usize] as usize)
-    {
-        let k = e / 2;
-        *link = GpuLink {
-            minv_row: 2 * dim * k + (e % 2) * dim,
-            row: dim * k,
-            dim,
-            pad: 0,
+/// `step_gather.wgsl`: `w = M⁻¹ Jᵀ x` of the sphere rows, the angular part scaled by `−r`.
+pub fn step_gather(
+    p: &StepParams,
+    starts: &[u32],
+    sorted: &[u32],
+    contacts: &[GpuContact],
+    consts: &[[f32; 2]],
+    x: &[f32],
+    w: &mut [f32],
+) {
+    let dim = p.dim as usize;
+    for i in 0..p.n_bodies as usize {
+        let mut lin = [0.0f32; 3];
+        let mut ang = [0.0f32; 3];
+        for &e in &sorted[starts[i] as usize..starts[i + 1] as usize] {
+            let k = (e / 2) as usize;
+            let c = &contacts[k];
+            let n = xyz(c.normal);
+            let sgn = if e % 2 == 0 && c.other < p.n_bodies {
+                -1.0
+            } else {
+                1.0
+            };
+            let row = dim * k;
+            if dim == 3 {
+                let [t1, t2] = tangents(n);
+                let g = [x[row], x[row + 1], x[row + 2]];
+                for j in 0..3 {
+                    lin[j] += sgn * (g[0] * n[j] + g[1] * t1[j] + g[2] * t2[j]);
+                    ang[j] += g[1] * t2[j] - g[2] * t1[j];
+                }
+            } else {
+                for j in 0..3 {
+                    lin[j] += sgn * (x[row] * n[j]);
+                }
+            }
+        }
+        let m = consts[i];
+        for j in 0..3 {
+            w[6 * i + j] = m[0] * lin[j];
+            w[6 * i + 3 + j] = m[1] * ang[j];
+        }
+    }
+}
+
+/// `side` of `step_jacobi.wgsl`: a sphere's share of `J w` of a contact.
+fn jacobi_side(w: &[f32], body: u32, sgn: f32, n: V3, [t1, t2]: [V3; 2]) -> V3 {
+    let at = 6 * body as usize;
+    let wl = [w[at], w[at + 1], w[at + 2]];
+    let wa = [w[at + 3], w[at + 4], w[at + 5]];
+    [
+        sgn * dot3(n, wl),
+        sgn * dot3(t1, wl) + dot3(t2, wa),
+        sgn * dot3(t2, wl) - dot3(t1, wa),
+    ]
+}
+
+/// `step_jacobi.wgsl`: `u = J w + E x + r` of the sphere rows, then the projected step.
+#[allow(clippy::too_many_arguments)] // one argument per binding, as in the shader
+pub fn step_jacobi(
+    solver: &Params,
+    p: &StepParams,
+    contacts: &[GpuContact],
+    w: &[f32],
+    r: &[f32],
+    x: &[f32],
+    u: &mut [f32],
+    gamma_out: &mut [f32],
+) {
+    let dim = p.dim as usize;
+    for (k, c) in contacts[..solver.n_blocks as usize].iter().enumerate() {
+        let n = xyz(c.normal);
+        let t = tangents(n);
+        let pair = c.other < p.n_bodies;
+        let mut jw = jacobi_side(w, c.owner, if pair { -1.0 } else { 1.0 }, n, t);
+        if pair {
+            let b = jacobi_side(w, c.other, 1.0, n, t);
+            jw = std::array::from_fn(|i| jw[i] + b[i]);
+        }
+        let kind = if dim == 3 {
+            CONE_COULOMB
+        } else {
+            CONE_UNILATERAL
         };
+        let b = GpuBlock {
+            kind,
+            dim: p.dim,
+            row: p.dim * k as u32,
+            jac: 0,
+            body0: 0,
+            body1: 0,
+            mu: c.mu,
+            eta: c.eta,
+        };
+        let mut g = [0.0f32; 3];
+        let mut v = [0.0f32; 3];
+        for i in 0..dim {
+            g[i] = x[dim * k + i];
+            v[i] = jw[i] + p.compliance * g[i] + r[dim * k + i];
+            u[dim * k + i] = v[i];
+        }
+        let uh = model_velocity(&b, solver.coulomb, v);
+        let step = solver.omega * c.eta;
+        let mut y = [0.0f32; 3];
+        for i in 0..dim {
+            y[i] = g[i] - step * uh[i];
+        }
+        let y = project(kind, c.mu, y);
+        gamma_out[dim * k..dim * (k + 1)].copy_from_slice(&y[..dim]);
     }
 }
 
@@ -504,7 +588,9 @@ pub fn step_integrate(p: &StepParams, offsets: &[u32], w: &[f32], bodies: &mut [
     for (i, b) in bodies.iter_mut().enumerate().take(p.n_bodies as usize) {
         let vf = free_velocity(b, h, p.gravity);
         let v: V3 = std::array::from_fn(|c| vf[c] + w[6 * i + c]);
-        let om: V3 = std::array::from_fn(|c| vf[3 + c] + w[6 * i + 3 + c]);
+        let wa: V3 = std::array::from_fn(|c| w[6 * i + 3 + c] / -b.pos[3]);
+        let turn = rotate([-b.quat[0], -b.quat[1], -b.quat[2], b.quat[3]], wa);
+        let om: V3 = std::array::from_fn(|c| vf[3 + c] + turn[c]);
         b.vel = [v[0], v[1], v[2], b.vel[3]];
         b.omega = [om[0], om[1], om[2], b.omega[3]];
         b.pos = [

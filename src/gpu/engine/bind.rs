@@ -10,6 +10,8 @@ use crate::gpu::kernels::{Access, Kernel};
 /// One dispatch: a kernel with its bind group.
 #[derive(Clone)]
 pub(crate) struct Step {
+    /// The kernel's name.
+    name: &'static str,
     pipeline: wgpu::ComputePipeline,
     group: wgpu::BindGroup,
     workgroups: u32,
@@ -52,6 +54,7 @@ impl Step {
             .map(|(_, b)| b.size())
             .sum();
         Ok(Step {
+            name: kernel.name,
             pipeline,
             group,
             workgroups: kernel.workgroups(items),
@@ -73,6 +76,11 @@ impl Step {
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes
     }
+
+    /// The kernel's name.
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
 }
 
 /// Records `steps` in order in one compute pass.
@@ -80,7 +88,20 @@ pub(crate) fn record<'s>(
     encoder: &mut wgpu::CommandEncoder,
     steps: impl IntoIterator<Item = &'s Step>,
 ) {
-    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+    record_timed(encoder, steps, None);
+}
+
+/// Records `steps` in order in one compute pass, with the GPU's timestamps at its beginning
+/// and end written into `timestamps` when given.
+pub(crate) fn record_timed<'s>(
+    encoder: &mut wgpu::CommandEncoder,
+    steps: impl IntoIterator<Item = &'s Step>,
+    timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
+) {
+    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: None,
+        timestamp_writes: timestamps,
+    });
     for step in steps {
         if step.workgroups > 0 {
             pass.set_pipeline(&step.pipeline);

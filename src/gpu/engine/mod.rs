@@ -11,7 +11,7 @@ mod buffers;
 mod readback;
 
 pub use bind::dispatch_once;
-pub(crate) use bind::{Step, record};
+pub(crate) use bind::{Step, record, record_timed};
 pub(crate) use buffers::{create, usage};
 pub(crate) use readback::Staging;
 

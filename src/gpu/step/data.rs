@@ -108,8 +108,10 @@ pub struct GpuContact {
     pub owner: u32,
     /// The other sphere, or `n_bodies + plane`.
     pub other: u32,
-    /// Padding to 16 bytes.
-    pub pad: [u32; 2],
+    /// Friction coefficient (written by `step_contact_rows`).
+    pub mu: f32,
+    /// Block step `1/λ_max` (written by `step_contact_rows`).
+    pub eta: f32,
     /// Unit normal from A to B (A: the owner of a pair, or the plane), then the signed gap.
     pub normal: [f32; 4],
 }

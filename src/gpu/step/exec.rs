@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::schedule::{Buf, BufferSpec, Op};
 use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
-use crate::gpu::engine::{Staging, Step, create, record};
+use crate::gpu::engine::{Staging, Step, create, record, record_timed};
 use crate::gpu::kernels::{Access, Kernel};
 
 /// Where a schedule runs.
@@ -89,6 +89,146 @@ impl DeviceExec {
 
 /// The operations of a schedule prepared for the device.
 pub struct DeviceProgram(Vec<DeviceOp>);
+
+/// Dispatches timed in one submission at most (two timestamps each; wgpu's query sets hold
+/// 4096).
+const TIMED_PER_SUBMISSION: usize = 2048;
+
+/// Adds `seconds` to `name`'s entry of `times` (kept in the order first seen).
+fn add_time(times: &mut Vec<(&'static str, f64)>, name: &'static str, seconds: f64) {
+    match times.iter_mut().find(|(n, _)| *n == name) {
+        Some((_, t)) => *t += seconds,
+        None => times.push((name, seconds)),
+    }
+}
+
+impl DeviceExec {
+    /// Records a clear or a copy (not a pass).
+    fn record_transfer(&self, encoder: &mut wgpu::CommandEncoder, op: &DeviceOp) {
+        match *op {
+            DeviceOp::Clear(b) => encoder.clear_buffer(&self.buffers[b], 0, None),
+            DeviceOp::Copy {
+                src,
+                from,
+                dst,
+                to,
+                bytes,
+            } => encoder.copy_buffer_to_buffer(
+                &self.buffers[src],
+                from,
+                &self.buffers[dst],
+                to,
+                bytes,
+            ),
+            DeviceOp::Pass(_) => {}
+        }
+    }
+
+    /// The GPU time of one run of `programs`, by kernel (s, summed over its dispatches, in
+    /// the order first run; clears and copies untimed). Each dispatch runs in a compute pass
+    /// of its own, timed by the GPU's timestamps where the device has them
+    /// (`Features::TIMESTAMP_QUERY`); otherwise each dispatch is submitted alone and waited
+    /// for, so its time includes the submission's latency. The result is the same as
+    /// [`Executor::run`]'s.
+    pub fn profile(&mut self, programs: &[&DeviceProgram]) -> Result<Vec<(&'static str, f64)>> {
+        self.wait()?;
+        let ops: Vec<&DeviceOp> = programs.iter().flat_map(|p| &p.0).collect();
+        let mut times = Vec::new();
+        if !self.has_timestamps() {
+            for op in ops {
+                let mut encoder = self.encoder();
+                let DeviceOp::Pass(steps) = op else {
+                    self.record_transfer(&mut encoder, op);
+                    self.ctx.queue.submit([encoder.finish()]);
+                    continue;
+                };
+                self.ctx.queue.submit([encoder.finish()]);
+                for step in steps {
+                    let mut encoder = self.encoder();
+                    record(&mut encoder, [step]);
+                    let start = std::time::Instant::now();
+                    self.ctx.queue.submit([encoder.finish()]);
+                    self.wait()?;
+                    add_time(&mut times, step.name(), start.elapsed().as_secs_f64());
+                }
+            }
+            return Ok(times);
+        }
+        let device = &self.ctx.device;
+        let slots = 2 * TIMED_PER_SUBMISSION as u32;
+        let queries = device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("profile"),
+            ty: wgpu::QueryType::Timestamp,
+            count: slots,
+        });
+        let resolved = create(
+            device,
+            "profile",
+            u64::from(slots) * 8,
+            wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        );
+        let period_s = f64::from(self.ctx.queue.get_timestamp_period()) * 1e-9;
+        let mut staging = Staging::new(device, u64::from(slots) * 8);
+        let mut at = 0;
+        while at < ops.len() {
+            let mut encoder = self.encoder();
+            let mut names = Vec::new();
+            while at < ops.len() {
+                let op = ops[at];
+                let DeviceOp::Pass(steps) = op else {
+                    self.record_transfer(&mut encoder, op);
+                    at += 1;
+                    continue;
+                };
+                if names.len() + steps.len() > TIMED_PER_SUBMISSION && !names.is_empty() {
+                    break;
+                }
+                for step in steps.iter().take(TIMED_PER_SUBMISSION) {
+                    let i = 2 * names.len() as u32;
+                    let writes = wgpu::ComputePassTimestampWrites {
+                        query_set: &queries,
+                        beginning_of_pass_write_index: Some(i),
+                        end_of_pass_write_index: Some(i + 1),
+                    };
+                    record_timed(&mut encoder, [step], Some(writes));
+                    names.push(step.name());
+                }
+                at += 1;
+            }
+            let used = 2 * names.len() as u32;
+            encoder.resolve_query_set(&queries, 0..used, &resolved, 0);
+            staging.copy_from(device, &mut encoder, &resolved, 0, u64::from(used) * 8)?;
+            self.ctx.queue.submit([encoder.finish()]);
+            let bytes = staging.read(device)?;
+            let ticks: Vec<u64> = bytes[0][..used as usize * 8]
+                .chunks_exact(8)
+                .map(bytemuck::pod_read_unaligned)
+                .collect();
+            for (name, pair) in names.iter().zip(ticks.chunks_exact(2)) {
+                add_time(
+                    &mut times,
+                    name,
+                    pair[1].saturating_sub(pair[0]) as f64 * period_s,
+                );
+            }
+        }
+        Ok(times)
+    }
+
+    /// Whether the device writes timestamps in compute passes.
+    pub fn has_timestamps(&self) -> bool {
+        self.ctx
+            .device
+            .features()
+            .contains(wgpu::Features::TIMESTAMP_QUERY)
+    }
+
+    fn encoder(&self) -> wgpu::CommandEncoder {
+        self.ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default())
+    }
+}
 
 impl Executor for DeviceExec {
     type Program = DeviceProgram;
@@ -180,21 +320,8 @@ impl Executor for DeviceExec {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
         for op in programs.iter().flat_map(|p| &p.0) {
             match op {
-                DeviceOp::Clear(b) => encoder.clear_buffer(&self.buffers[*b], 0, None),
-                &DeviceOp::Copy {
-                    src,
-                    from,
-                    dst,
-                    to,
-                    bytes,
-                } => encoder.copy_buffer_to_buffer(
-                    &self.buffers[src],
-                    from,
-                    &self.buffers[dst],
-                    to,
-                    bytes,
-                ),
                 DeviceOp::Pass(steps) => record(&mut encoder, steps),
+                other => self.record_transfer(&mut encoder, other),
             }
         }
         self.ctx.queue.submit([encoder.finish()]);

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use super::data::{GpuBody, GpuContact, GpuPlane, StepParams};
-use super::exec::Executor;
+use super::exec::{DeviceExec, Executor};
 use super::schedule::{SLOT_BYTES, Schedule, StatsSlot};
 use crate::error::{Error, Result};
 use crate::gpu::GpuBlock;
@@ -58,6 +58,10 @@ pub struct StageTimes {
     /// The solver's iterations, the residual, integration and statistics, s.
     pub solve_s: f64,
 }
+
+/// The GPU time of each kernel over one step, s, in the order first run
+/// ([`StepPipeline::step_profiled`]).
+pub type KernelTimes = Vec<(&'static str, f64)>;
 
 /// The time step of a scene of spheres and planes on an [`Executor`].
 pub struct StepPipeline<E: Executor> {
@@ -265,5 +269,23 @@ impl<E: Executor> StepPipeline<E> {
     /// The executor (a mirror executor's trace).
     pub fn executor(&self) -> &E {
         &self.exec
+    }
+}
+
+impl StepPipeline<DeviceExec> {
+    /// Records one step as [`StepPipeline::step`] does, each dispatch timed on its own
+    /// ([`DeviceExec::profile`]): the GPU time of each kernel.
+    pub fn step_profiled(&mut self) -> Result<KernelTimes> {
+        self.check_room()?;
+        let slot = &self.record[self.pending as usize];
+        let times = self.exec.profile(&[&self.detect, &self.solve, slot])?;
+        self.pending += 1;
+        Ok(times)
+    }
+
+    /// Whether [`StepPipeline::step_profiled`] reads the GPU's timestamps (else wall time per
+    /// dispatch).
+    pub fn has_timestamps(&self) -> bool {
+        self.exec.has_timestamps()
     }
 }

@@ -6,12 +6,12 @@
 
 use super::data::{GpuBody, Span, StepGate, StepParams};
 use crate::error::{Error, Result};
-use crate::gpu::data::{Apply, Monitor, Params, Partial, Reduce, SLOT_RESIDUAL};
+use crate::gpu::data::{Monitor, Params, Partial, Reduce, SLOT_RESIDUAL};
 use crate::gpu::kernels::{
-    FACTORED_BODIES, FACTORED_ROWS, JACOBI_STEP, Kernel, MAX_WORKGROUPS, MEASURE, REDUCE, RESIDUAL,
-    STEP_CONTACT_ROWS, STEP_GATE, STEP_GRID, STEP_INTEGRATE, STEP_KEEP, STEP_LINK_KEYS, STEP_LINKS,
-    STEP_NARROW, STEP_SCAN_ADD, STEP_SCAN_LOCAL, STEP_SCAN_TOTALS, STEP_SOLVER_PARAMS,
-    STEP_SORT_COUNT, STEP_SORT_SCATTER, STEP_SORT_SEGMENTS, STEP_STATS, STEP_WARM_START, WORKGROUP,
+    Kernel, MAX_WORKGROUPS, MEASURE, REDUCE, RESIDUAL, STEP_CONTACT_ROWS, STEP_GATE, STEP_GATHER,
+    STEP_GRID, STEP_INTEGRATE, STEP_JACOBI, STEP_KEEP, STEP_LINK_KEYS, STEP_NARROW, STEP_SCAN_ADD,
+    STEP_SCAN_LOCAL, STEP_SCAN_TOTALS, STEP_SOLVER_PARAMS, STEP_SORT_COUNT, STEP_SORT_SCATTER,
+    STEP_SORT_SEGMENTS, STEP_STATS, STEP_WARM_START, WORKGROUP,
 };
 
 /// Iterations between two convergence tests of a step's solve (counted back from its last
@@ -331,15 +331,8 @@ impl Schedule {
         let cells = b.storage("cells", 16 * n64)?;
         let grid_keys = b.storage("grid_keys", 4 * n64)?;
         let counts = b.storage("contact_counts", 4 * n64)?;
-        let jac = b.storage("jac", 4 * 12 * rows)?;
-        let minv_jac = b.storage("minv_jac", 4 * 12 * rows)?;
-        let precond = b.storage("precond", 4 * rows)?;
-        let compliance = b.filled(
-            "compliance",
-            bytemuck::cast_slice(&vec![params.compliance; rows as usize]).to_vec(),
-        )?;
+        let consts = b.storage("sphere_consts", 8 * n64)?;
         let link_keys = b.storage("link_keys", 8 * cap)?;
-        let links = b.storage("links", 16 * 2 * cap)?;
         let solver_storage = b.storage("solver_params", 32)?;
         let solver = b.uniform("solver_params", &<Params as bytemuck::Zeroable>::zeroed());
         let u = b.storage("u", 4 * rows)?;
@@ -353,7 +346,7 @@ impl Schedule {
         // Broad phase: the grid, counting-sorted by hash bucket.
         let mut detect = vec![dispatch(
             &STEP_GRID,
-            &[step_params, named.bodies, cells, grid_keys],
+            &[step_params, named.bodies, cells, grid_keys, consts],
             n,
         )];
         let buckets = params.mask + 1;
@@ -391,10 +384,7 @@ impl Schedule {
                 named.planes,
                 named.contacts,
                 named.blocks,
-                jac,
-                minv_jac,
                 named.r,
-                precond,
             ],
             capacity,
         ));
@@ -416,8 +406,9 @@ impl Schedule {
         } else {
             Op::Clear(gamma[0])
         });
-        // Body links: entries (2 per contact) counting-sorted by body; key `n` collects the
-        // entries without a body, counted but never put in order.
+        // Body links: entries e = 2k + side (2 per contact) counting-sorted by body, which
+        // `step_gather` walks; key `n` collects the entries without a body, counted but
+        // never put in order.
         let entries = 2 * capacity;
         detect.push(dispatch(
             &STEP_LINK_KEYS,
@@ -427,33 +418,22 @@ impl Schedule {
         let (ops, link_starts, link_sorted) = b.counting_sort(link_keys, entries, n + 1, n)?;
         detect.extend(ops);
         detect.push(dispatch(
-            &STEP_LINKS,
-            &[step_params, link_starts, link_sorted, links],
-            entries,
-        ));
-        detect.push(dispatch(
             &STEP_SOLVER_PARAMS,
             &[step_params, named.offsets, solver_storage],
             1,
         ));
         detect.push(copy(solver_storage, solver, 32));
 
-        // The solve: `jacobi-gpu`'s kernels on these buffers, ping-pong impulses.
-        let apply = b.uniform(
-            "apply",
-            &Apply {
-                add_r: 1,
-                pad: [0; 3],
-            },
-        );
+        // The solve: projected Jacobi (the method of `jacobi-gpu`) on the sphere rows without
+        // stored blocks (`step_gather`, `step_jacobi`), ping-pong impulses.
         // The iterations' dispatches read their workgroup counts from `args` (bodies,
         // blocks, one workgroup), reset before each step; the gate zeroes them when a check
         // finds the tolerance met.
         let full = [
-            FACTORED_BODIES.workgroups(6 * n),
+            STEP_GATHER.workgroups(n),
             1,
             1,
-            JACOBI_STEP.workgroups(capacity),
+            STEP_JACOBI.workgroups(capacity),
             1,
             1,
             1,
@@ -481,29 +461,28 @@ impl Schedule {
             },
         );
         let (bodies_args, blocks_args, single_args) = (0, 12, 24);
-        // `w = M⁻¹ Jᵀ x` and `u = J w + E x + r`, through the indirect arguments when gated.
+        // `w = M⁻¹ Jᵀ x`, then `u = J w + E x + r` of `x` and the next iterate `to`, through
+        // the indirect arguments when gated.
         let gather = |x: Buf, gate: Option<u64>| {
             op(
-                &FACTORED_BODIES,
-                &[solver, link_starts, links, minv_jac, x, w],
-                6 * n,
+                &STEP_GATHER,
+                &[
+                    step_params,
+                    link_starts,
+                    link_sorted,
+                    named.contacts,
+                    consts,
+                    x,
+                    w,
+                ],
+                n,
                 gate.map(|at| (args, at)),
             )
         };
-        let rows_of = |x: Buf, gate: Option<u64>| {
+        let jacobi = |x: Buf, to: Buf, gate: Option<u64>| {
             op(
-                &FACTORED_ROWS,
-                &[
-                    solver,
-                    apply,
-                    named.blocks,
-                    jac,
-                    w,
-                    named.r,
-                    compliance,
-                    x,
-                    u,
-                ],
+                &STEP_JACOBI,
+                &[solver, step_params, named.contacts, w, named.r, x, u, to],
                 capacity,
                 gate.map(|at| (args, at)),
             )
@@ -512,11 +491,11 @@ impl Schedule {
         for k in 0..iterations {
             let (from, to) = (gamma[k % 2], gamma[1 - k % 2]);
             solve.push(gather(from, Some(bodies_args)));
-            solve.push(rows_of(from, Some(blocks_args)));
+            solve.push(jacobi(from, to, Some(blocks_args)));
             if k > 0 && (iterations - k) % CHECK_EVERY == 0 {
                 // The residual of γ_k (`from`, with its `u`): the gate stops here when it
                 // meets the tolerance, leaving γ_k where the last iterate lands (k has the
-                // parity of `iterations`).
+                // parity of `iterations`; `to` is not read again).
                 solve.push(Op::Clear(parts));
                 solve.push(gated(
                     &RESIDUAL,
@@ -548,19 +527,13 @@ impl Schedule {
                     1,
                 ));
             }
-            solve.push(gated(
-                &JACOBI_STEP,
-                &[solver, named.blocks, u, from, to],
-                capacity,
-                args,
-                blocks_args,
-            ));
         }
         // The answer's velocity `u` and natural-map residual (the monitor), then the
-        // velocity update from `w = M⁻¹ Jᵀ γ` of the same gather.
+        // velocity update from `w = M⁻¹ Jᵀ γ` of the same gather (the step it also takes
+        // lands in the other buffer, not read again).
         let last = gamma[iterations % 2];
         solve.push(gather(last, None));
-        solve.push(rows_of(last, None));
+        solve.push(jacobi(last, gamma[1 - iterations % 2], None));
         // The residual's workgroups cover the room; those past the contacts write zero
         // partials on the device and none in the mirror: start from zeros.
         solve.push(Op::Clear(parts));
