@@ -1,5 +1,5 @@
 // The step's contacts, offsets and impulses kept for the next step's warm start, one
-// invocation per entry of the longest of them; nothing is kept from a step whose contacts
+// invocation per contact (with its rows) or offset; nothing is kept from a step whose contacts
 // overflowed the room (the previous step's stay, for the step taken again).
 // Mirror: `src/gpu/cpu/step.rs::step_keep`.
 
@@ -23,8 +23,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     if i < count {
         prev_contacts[i] = contacts[i];
-    }
-    if i < params.dim * count {
-        prev_gamma[i] = gamma[i];
+        for (var j = params.dim * i; j < params.dim * (i + 1u); j++) {
+            prev_gamma[j] = gamma[j];
+        }
     }
 }

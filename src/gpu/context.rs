@@ -39,7 +39,15 @@ pub struct GpuContext {
 pub(crate) const COMMON: &str = include_str!("../../shaders/common.wgsl");
 
 fn instance() -> wgpu::Instance {
-    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+    // wgpu validates each indirect dispatch with a dispatch of its own (and a bind group)
+    // before it, release builds included. Our indirect arguments are the schedule's own
+    // workgroup counts (checked against the limit when it is built) or zero (the
+    // convergence gate): off, unless `WGPU_VALIDATION_INDIRECT_CALL` asks for it.
+    let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle();
+    descriptor
+        .flags
+        .remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
+    wgpu::Instance::new(descriptor.with_env())
 }
 
 fn summary(adapter: &wgpu::Adapter) -> AdapterSummary {

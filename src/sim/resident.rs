@@ -260,10 +260,17 @@ impl<E: Executor> Resident<E> {
         if self.pipeline().is_full() {
             out = self.flush()?;
         }
-        let start = Instant::now();
+        let (start, waited) = (Instant::now(), self.pipeline().waited_s());
         self.issue()?;
-        self.host_s += start.elapsed().as_secs_f64();
+        self.add_host(start, waited);
         Ok(out)
+    }
+
+    /// Adds the time since `start` to the host time, less the waits on the device since
+    /// the executor's wait total was `waited`.
+    fn add_host(&mut self, start: Instant, waited: f64) {
+        let waits = self.pipeline().waited_s() - waited;
+        self.host_s += start.elapsed().as_secs_f64() - waits;
     }
 
     /// Writes the planes and records the next step.
@@ -282,7 +289,7 @@ impl<E: Executor> Resident<E> {
         let mut out = Vec::new();
         loop {
             let batch = self.pipeline().flush()?;
-            let start = Instant::now();
+            let (start, waited) = (Instant::now(), self.pipeline().waited_s());
             let wall = self.since.elapsed().as_secs_f64() / batch.len().max(1) as f64;
             self.since = Instant::now();
             let good = batch.iter().position(|s| s.overflow).unwrap_or(batch.len());
@@ -291,7 +298,7 @@ impl<E: Executor> Resident<E> {
                 out.push(self.stats(s, wall));
             }
             let Some(over) = batch.get(good) else {
-                self.host_s += start.elapsed().as_secs_f64();
+                self.add_host(start, waited);
                 return Ok(out);
             };
             let redo = self.issued - self.done;
@@ -310,7 +317,7 @@ impl<E: Executor> Resident<E> {
             for _ in 0..redo {
                 self.issue()?;
             }
-            self.host_s += start.elapsed().as_secs_f64();
+            self.add_host(start, waited);
         }
     }
 
@@ -410,11 +417,11 @@ impl<E: Executor> Resident<E> {
 }
 
 /// The most spheres the GPU-resident step holds with a device storage binding of `limit`
-/// bytes at its initial room: the largest buffer is the Jacobian ([`CONTACTS_PER_SPHERE`]
-/// contacts per sphere, 3 rows, 12 floats each), the widest dispatch the link entries (2
-/// per contact).
+/// bytes at its initial room: the largest buffers hold 32 bytes per contact of room
+/// ([`CONTACTS_PER_SPHERE`] per sphere), the widest dispatch the link entries (2 per
+/// contact).
 pub fn largest_scene(limit: u64) -> u64 {
-    let per_sphere_bytes = u64::from(CONTACTS_PER_SPHERE) * 3 * 12 * 4;
+    let per_sphere_bytes = u64::from(CONTACTS_PER_SPHERE) * 32;
     let by_memory = limit / per_sphere_bytes;
     let by_dispatch =
         u64::from(MAX_WORKGROUPS) * u64::from(WORKGROUP) / u64::from(2 * CONTACTS_PER_SPHERE);

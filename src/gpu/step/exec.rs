@@ -2,7 +2,9 @@
 //! [`Executor::run`]), [`MirrorExec`] on the CPU through the kernels' registered mirrors (the
 //! same `f32` operations), which can record the inputs of every dispatch.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::schedule::{Buf, BufferSpec, Op};
 use crate::error::{Error, Result};
@@ -26,7 +28,15 @@ pub trait Executor {
     fn read(&mut self, buf: Buf, offset: u64, bytes: u64) -> Result<Vec<u8>>;
     /// Waits until what was run has finished (timing); a no-op on the CPU.
     fn wait(&mut self) -> Result<()>;
+    /// Seconds [`Executor::run`] has spent so far waiting for earlier runs to finish (the
+    /// device's bounded queue, [`IN_FLIGHT`]); none on the CPU.
+    fn waited_s(&self) -> f64;
 }
+
+/// Submissions the device executor lets run ahead of the GPU: enough to keep it busy while
+/// the host records the next, few enough that the driver never blocks a submission on a
+/// deep queue (the wait is then the executor's own, and timed).
+pub const IN_FLIGHT: usize = 3;
 
 /// One operation prepared for the device.
 enum DeviceOp {
@@ -69,6 +79,9 @@ pub struct DeviceExec {
     ctx: Arc<GpuContext>,
     buffers: Vec<wgpu::Buffer>,
     staging: Option<Staging>,
+    /// The runs submitted and maybe not finished, oldest first.
+    in_flight: VecDeque<wgpu::SubmissionIndex>,
+    waited_s: f64,
 }
 
 impl DeviceExec {
@@ -78,6 +91,8 @@ impl DeviceExec {
             ctx,
             buffers: Vec::new(),
             staging: None,
+            in_flight: VecDeque::new(),
+            waited_s: 0.0,
         }
     }
 
@@ -146,7 +161,7 @@ impl DeviceExec {
                 for step in steps {
                     let mut encoder = self.encoder();
                     record(&mut encoder, [step]);
-                    let start = std::time::Instant::now();
+                    let start = Instant::now();
                     self.ctx.queue.submit([encoder.finish()]);
                     self.wait()?;
                     add_time(&mut times, step.name(), start.elapsed().as_secs_f64());
@@ -324,7 +339,20 @@ impl Executor for DeviceExec {
                 other => self.record_transfer(&mut encoder, other),
             }
         }
-        self.ctx.queue.submit([encoder.finish()]);
+        self.in_flight
+            .push_back(self.ctx.queue.submit([encoder.finish()]));
+        while self.in_flight.len() > IN_FLIGHT {
+            let oldest = self.in_flight.pop_front();
+            let start = Instant::now();
+            self.ctx
+                .device
+                .poll(wgpu::PollType::Wait {
+                    submission_index: oldest,
+                    timeout: None,
+                })
+                .map_err(|e| Error::Gpu(format!("waiting for the device failed: {e}")))?;
+            self.waited_s += start.elapsed().as_secs_f64();
+        }
         Ok(())
     }
 
@@ -348,7 +376,12 @@ impl Executor for DeviceExec {
     }
 
     fn wait(&mut self) -> Result<()> {
+        self.in_flight.clear();
         self.ctx.wait()
+    }
+
+    fn waited_s(&self) -> f64 {
+        self.waited_s
     }
 }
 
@@ -473,5 +506,9 @@ impl Executor for MirrorExec {
 
     fn wait(&mut self) -> Result<()> {
         Ok(())
+    }
+
+    fn waited_s(&self) -> f64 {
+        0.0
     }
 }

@@ -115,6 +115,11 @@ impl<E: Executor> StepPipeline<E> {
         &self.params
     }
 
+    /// Seconds spent so far waiting for the device to catch up ([`Executor::waited_s`]).
+    pub fn waited_s(&self) -> f64 {
+        self.exec.waited_s()
+    }
+
     /// Bytes of the step's buffers (device memory).
     pub fn memory_bytes(&self) -> u64 {
         self.schedule.bytes()

@@ -293,7 +293,7 @@ impl Schedule {
         let most = u64::from(MAX_WORKGROUPS) * u64::from(WORKGROUP);
         for (what, items) in [
             ("link entries (2 per contact)", 2 * u64::from(capacity)),
-            ("body components (6 per sphere)", 6 * u64::from(n)),
+            ("spheres", u64::from(n) + 1),
             ("grid buckets", u64::from(params.mask) + 1),
         ] {
             if items > most {
@@ -588,7 +588,7 @@ impl Schedule {
                 named.prev_contacts,
                 named.prev_gamma,
             ],
-            (n + 1).max(params.dim * capacity),
+            (n + 1).max(capacity),
         ));
 
         // Slot k of the ring: the statistics partial, the monitor, the count.
