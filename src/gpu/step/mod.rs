@@ -11,13 +11,15 @@
 //! 3. narrow phase: each sphere counts, then writes, the contacts it owns with the spheres
 //!    of the 27 cells around its own and with the planes (the CPU's envelope rule), into a
 //!    list sorted by the key (owner, other);
-//! 4. assembly: contact frames, the Jacobian in the component-major layout of
-//!    [`crate::gpu::OperatorData::Factored`], the `M⁻¹Jᵀ` rows, the body links (a second
-//!    counting sort), the block steps `1/λ_max` of the Delassus blocks, the preconditioner
-//!    and `r = J v_free + b`;
+//! 4. assembly: contact frames, the block steps `1/λ_max` of the Delassus blocks (with the
+//!    friction coefficient, into the contact), the blocks the residual reads, `r = J v_free
+//!    + b`, and the body links (a second counting sort of the contacts' sides by sphere);
+//!    no Jacobian is stored (matrix-free sphere rows, issue 16);
 //! 5. warm start: the previous step's impulses by binary search of the key;
-//! 6. the solve by the kernels of `jacobi-gpu` on these buffers (their `Params` written on
-//!    the GPU from the contact count), the natural-map residual of the answer, then
+//! 6. the solve: projected Jacobi (`jacobi-gpu`'s method) on rows rebuilt from each
+//!    contact's normal and the spheres' radii (`step_gather`: `M⁻¹Jᵀγ` per sphere;
+//!    `step_jacobi`: `u` and the projected step per contact), convergence tested on the GPU
+//!    every [`CHECK_EVERY`] iterations, the natural-map residual of the answer, then
 //!    semi-implicit Euler;
 //! 7. statistics (kinetic energy, mean height, largest penetration, non-finite entries)
 //!    reduced on the GPU and copied into a ring read back every [`RING`] steps.
