@@ -29,7 +29,7 @@ pub trait Executor {
     /// Waits until what was run has finished (timing); a no-op on the CPU.
     fn wait(&mut self) -> Result<()>;
     /// Seconds [`Executor::run`] has spent so far waiting for earlier runs to finish (the
-    /// device's bounded queue, [`IN_FLIGHT`]); none on the CPU.
+    /// device keeps at most three runs in flight); none on the CPU.
     fn waited_s(&self) -> f64;
 }
 
