@@ -369,6 +369,13 @@ pub(super) fn world(spec: &SceneFile) -> Result<World, SpecError> {
             JointKind::Line { axis_a } => JointKind::Line {
                 axis_a: axis(axis_a),
             },
+            JointKind::Prescribed {
+                velocity,
+                angular_velocity,
+            } => JointKind::Prescribed {
+                velocity: axis(velocity),
+                angular_velocity: axis(angular_velocity),
+            },
             other => other,
         };
         b.joint(a, bb, j.at.into(), kind);

@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::limits::{self, Limits};
 use crate::sim::Shape;
 use crate::sim::body::mass_properties;
+use crate::sim::joint::JointKind;
 
 /// The tables of a scene file, as `SpecError` sections (for the line of a key).
 const SECTIONS: [&str; 10] = [
@@ -194,7 +195,7 @@ impl SceneFile {
     }
 
     /// Fastest prescribed motion: the peak speed `2π f ‖A‖` of an oscillating body or
-    /// container.
+    /// container, or the speed of a prescribed joint.
     fn kinematic_speed(&self) -> f64 {
         let peak = |o: &crate::sim::body::Oscillation| {
             2.0 * std::f64::consts::PI * o.frequency.abs() * norm(o.amplitude)
@@ -207,7 +208,11 @@ impl SceneFile {
             .container
             .iter()
             .filter_map(|c| c.oscillation.as_ref().map(peak));
-        bodies.chain(containers).fold(0.0, f64::max)
+        let joints = self.joint.iter().filter_map(|j| match j.kind {
+            JointKind::Prescribed { velocity, .. } => Some(norm(velocity)),
+            _ => None,
+        });
+        bodies.chain(containers).chain(joints).fold(0.0, f64::max)
     }
 }
 

@@ -300,9 +300,11 @@ pub struct NetSpec {
     pub density: f64,
 }
 
-/// A joint between two named `[[body]]` entries (`"ground"` is the world frame).
+/// A joint between two named `[[body]]` entries (`"ground"` is the world frame), its kind
+/// by `type` (`"spherical"`, `"distance"`, `"revolute"`, `"line"`, `"prismatic"`,
+/// `"prescribed"`) with that kind's parameters. Unknown keys are refused by the kind (serde
+/// cannot deny them on a struct with a flattened field).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct JointSpec {
     /// Name of body A, or `"ground"`.
     pub a: String,
@@ -310,7 +312,8 @@ pub struct JointSpec {
     pub b: String,
     /// World point where the joint is made, m.
     pub at: [f64; 3],
-    /// The kind and its parameters (axes in A's frame at creation).
+    /// The kind and its parameters (axes, velocities and angular velocities in the world
+    /// frame at creation).
     #[serde(flatten)]
     pub kind: JointKind,
 }
