@@ -11,7 +11,7 @@ use crate::sim::body::mass_properties;
 use crate::sim::joint::JointKind;
 
 /// The tables of a scene file, as `SpecError` sections (for the line of a key).
-const SECTIONS: [&str; 10] = [
+const SECTIONS: [&str; 11] = [
     "settings",
     "run",
     "body",
@@ -22,6 +22,7 @@ const SECTIONS: [&str; 10] = [
     "wall",
     "net",
     "joint",
+    "track",
 ];
 
 /// Memory of one body with its share of the collision grid, the problem and the outputs.
@@ -179,6 +180,30 @@ impl SceneFile {
                 density: w.density,
                 count: w.rows.checked_mul(w.columns),
                 speed: 0.0,
+            });
+        }
+        for (i, t) in self.track.iter().enumerate() {
+            let [hx, hy, hz] = t.shoe;
+            out.push(Group {
+                section: Some(("track", i)),
+                key: format!("track[{i}].shoe"),
+                shape: Shape::Box {
+                    half_extents: t.shoe,
+                },
+                density: t.shoe_mass / (8.0 * hx * hy * hz),
+                count: Some(2 * (t.shoes_per_run + t.shoes_per_half_turn)),
+                speed: 0.0,
+            });
+            out.push(Group {
+                section: Some(("track", i)),
+                key: format!("track[{i}].road_wheel_radius"),
+                shape: Shape::Cylinder {
+                    radius: t.road_wheel_radius,
+                    half_length: t.wheel_half_width,
+                },
+                density: 1.0,
+                count: Some(t.road_wheels + 2),
+                speed: t.commanded_speed().abs(),
             });
         }
         for (i, n) in self.net.iter().enumerate() {

@@ -113,10 +113,11 @@ impl Cyl {
         let rho = across.norm();
         let w = if rho > 0.0 { across / rho } else { self.x };
         if rho > self.r || z.abs() > self.h {
-            let q = self.c + self.a * z.clamp(-self.h, self.h) + w * rho.min(self.r);
-            let diff = p - q;
+            // p − q from its two parts, each positive where it is outside (no cancellation).
+            let (zc, rc) = (z.clamp(-self.h, self.h), rho.min(self.r));
+            let diff = w * (rho - rc) + self.a * (z - zc);
             let len = diff.norm();
-            (diff / len, q, len)
+            (diff / len, self.c + self.a * zc + w * rc, len)
         } else if self.r - rho < self.h - z.abs() {
             (w, self.c + self.a * z + w * self.r, rho - self.r)
         } else {
