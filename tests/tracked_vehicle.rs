@@ -56,3 +56,46 @@ fn the_vehicle_drives_forward_with_its_tracks_closed() {
     assert!(up.z > 0.999, "the hull tilted: {up:?}");
     assert!(worst < 2e-3, "a pin opened by {worst:e} m");
 }
+
+/// A `[[track]]` on a hull that does not exist, or with wheels that do not fit in the loop,
+/// is refused naming the key.
+#[test]
+fn a_bad_track_names_its_key() {
+    let track = |hull: &str, road: f64| {
+        format!(
+            r#"
+            [[body]]
+            name = "hull"
+            shape = {{ type = "box", half_extents = [1.0, 0.4, 0.1] }}
+            position = [0.0, 0.0, 1.0]
+            [[track]]
+            hull = "{hull}"
+            center = [0.0, 0.7, 1.0]
+            pitch = 0.2
+            shoes_per_run = 4
+            shoes_per_half_turn = 4
+            shoe = [0.09, 0.2, 0.02]
+            shoe_mass = 2.0
+            road_wheels = 1
+            road_wheel_radius = {road}
+            wheel_half_width = 0.1
+            wheel_mass = 5.0
+            sprocket_speed = 1.0
+            "#
+        )
+    };
+    let err = |text: String| {
+        scene::parse(&text, "t.toml", "t", &[])
+            .err()
+            .expect("refused")
+            .to_string()
+    };
+    let e = err(track("body", 0.1));
+    assert!(e.contains("t.toml") && e.contains("track[0].hull"), "{e}");
+    let e = err(track("hull", 0.5));
+    assert!(e.contains("track[0].road_wheel_radius"), "{e}");
+    // The same track with a good hull and wheels builds: 2·(4 + 4) shoes, 3 wheels.
+    let s = scene::parse(&track("hull", 0.1), "t.toml", "t", &[]).unwrap();
+    assert_eq!(s.world.bodies.len(), 1 + 16 + 3);
+    assert_eq!(s.world.joints.len(), 16 + 3);
+}
