@@ -452,9 +452,9 @@ fn prescribed_motion_is_followed_and_its_force_reported() {
     }
 }
 
-/// A pusher (a lying cylinder) on a prescribed horizontal velocity drives a box across a floor with friction
-/// μ: it moves as prescribed through the contact, and once the box slides at the pusher's
-/// speed the force along the drive is `μ m_box g` (within 1 %).
+/// A pusher (a lying cylinder) on a prescribed horizontal velocity drives a box across a
+/// floor with friction μ: it moves as prescribed through the contact, and once the box
+/// slides at the pusher's speed the force along the drive is `μ m_box g` (within 1 %).
 #[test]
 fn a_prescribed_pusher_reports_the_friction_force_it_overcomes() {
     let mu = 0.4;
