@@ -386,8 +386,9 @@ fn the_resident_step_refuses_cylinders() {
 }
 
 /// A cylinder (a pusher) on a prescribed joint to the ground rises at 0.2 m/s (its initial
-/// velocity) under gravity exactly as prescribed, and the impulse of its vertical row is `m g h` (the force `m g`);
-/// a motor (a prescribed angular velocity) turns a wheel at exactly its speed.
+/// velocity) under gravity exactly as prescribed, and the impulse of its vertical row is
+/// `m g h` (the force `m g`); a motor (a prescribed angular velocity) turns a wheel at
+/// exactly its speed.
 #[test]
 fn prescribed_motion_is_followed_and_its_force_reported() {
     let mut s = scene(
