@@ -157,12 +157,10 @@ impl Builder {
         for (shape, mass) in bodies {
             let half = half_height(&shape);
             let center = Vector3::new(s.base[0], s.base[1], z + half);
-            let b = self.dynamic(shape, Pose::at(center), s.density, s.friction);
-            if let Some(m) = mass {
-                let body = &mut self.bodies[b];
-                body.inertia *= m / body.mass;
-                body.mass = m;
-            }
+            let b = match mass {
+                Some(m) => self.with_mass(shape, Pose::at(center), m, s.friction),
+                None => self.dynamic(shape, Pose::at(center), s.density, s.friction),
+            };
             if s.guide {
                 self.joint(
                     None,
