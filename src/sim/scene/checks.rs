@@ -8,9 +8,10 @@ use crate::error::Result;
 use crate::limits::{self, Limits};
 use crate::sim::Shape;
 use crate::sim::body::mass_properties;
+use crate::sim::joint::JointKind;
 
 /// The tables of a scene file, as `SpecError` sections (for the line of a key).
-const SECTIONS: [&str; 10] = [
+const SECTIONS: [&str; 11] = [
     "settings",
     "run",
     "body",
@@ -21,6 +22,7 @@ const SECTIONS: [&str; 10] = [
     "wall",
     "net",
     "joint",
+    "track",
 ];
 
 /// Memory of one body with its share of the collision grid, the problem and the outputs.
@@ -88,6 +90,10 @@ fn sizes(shape: &Shape) -> (f64, f64) {
             2.0 * half_extents.iter().copied().fold(f64::INFINITY, f64::min),
             2.0 * half_extents.iter().copied().fold(0.0, f64::max),
         ),
+        Shape::Cylinder {
+            radius,
+            half_length,
+        } => (2.0 * radius.min(half_length), 2.0 * radius.max(half_length)),
         Shape::Plane => (f64::INFINITY, 0.0),
     }
 }
@@ -176,6 +182,30 @@ impl SceneFile {
                 speed: 0.0,
             });
         }
+        for (i, t) in self.track.iter().enumerate() {
+            let [hx, hy, hz] = t.shoe;
+            out.push(Group {
+                section: Some(("track", i)),
+                key: format!("track[{i}].shoe"),
+                shape: Shape::Box {
+                    half_extents: t.shoe,
+                },
+                density: t.shoe_mass / (8.0 * hx * hy * hz),
+                count: Some(2 * (t.shoes_per_run + t.shoes_per_half_turn)),
+                speed: 0.0,
+            });
+            out.push(Group {
+                section: Some(("track", i)),
+                key: format!("track[{i}].road_wheel_radius"),
+                shape: Shape::Cylinder {
+                    radius: t.road_wheel_radius,
+                    half_length: t.wheel_half_width,
+                },
+                density: 1.0,
+                count: Some(t.road_wheels + 2),
+                speed: t.commanded_speed().abs(),
+            });
+        }
         for (i, n) in self.net.iter().enumerate() {
             out.push(Group {
                 section: Some(("net", i)),
@@ -190,7 +220,7 @@ impl SceneFile {
     }
 
     /// Fastest prescribed motion: the peak speed `2π f ‖A‖` of an oscillating body or
-    /// container.
+    /// container, or the speed of a prescribed joint.
     fn kinematic_speed(&self) -> f64 {
         let peak = |o: &crate::sim::body::Oscillation| {
             2.0 * std::f64::consts::PI * o.frequency.abs() * norm(o.amplitude)
@@ -203,7 +233,11 @@ impl SceneFile {
             .container
             .iter()
             .filter_map(|c| c.oscillation.as_ref().map(peak));
-        bodies.chain(containers).fold(0.0, f64::max)
+        let joints = self.joint.iter().filter_map(|j| match j.kind {
+            JointKind::Prescribed { velocity, .. } => Some(norm(velocity)),
+            _ => None,
+        });
+        bodies.chain(containers).chain(joints).fold(0.0, f64::max)
     }
 }
 
