@@ -12,9 +12,9 @@
 //!    of the 27 cells around its own and with the planes (the CPU's envelope rule), into a
 //!    list sorted by the key (owner, other);
 //! 4. assembly: contact frames, the block steps `1/λ_max` of the Delassus blocks (with the
-//!    friction coefficient, into the contact), the blocks the residual reads, `r = J v_free
-//!    + b`, and the body links (a second counting sort of the contacts' sides by sphere);
-//!    no Jacobian is stored (matrix-free sphere rows, issue 16);
+//!    friction coefficient, into the contact), the blocks the residual reads,
+//!    `r = J v_free + b`, and the body links (a second counting sort of the contacts' sides
+//!    by sphere); no Jacobian is stored (matrix-free sphere rows, issue 16);
 //! 5. warm start: the previous step's impulses by binary search of the key;
 //! 6. the solve: projected Jacobi (`jacobi-gpu`'s method) on rows rebuilt from each
 //!    contact's normal and the spheres' radii (`step_gather`: `M⁻¹Jᵀγ` per sphere;
