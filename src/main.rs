@@ -149,6 +149,10 @@ enum Command {
         /// ffmpeg when it is on PATH, else written as `.apng`).
         #[arg(long, value_name = "FILE")]
         animation: Option<PathBuf>,
+        /// Also stream the bodies' poses at the snapshots to this trajectory file (f32, 34
+        /// bytes per body per frame), which `signorini view` replays.
+        #[arg(long, value_name = "FILE")]
+        trajectory: Option<PathBuf>,
         /// Camera of the snapshots: three-quarter, front, side, top, or
         /// `eye=X,Y,Z:target=X,Y,Z[:fov=DEG]`.
         #[arg(long, default_value = "three-quarter")]
@@ -433,6 +437,7 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
             snapshot_every,
             vtk,
             animation,
+            trajectory,
             camera,
             color_by,
             frame_size,
@@ -463,6 +468,7 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                     ..FrameOptions::default()
                 },
                 vtk,
+                trajectory,
                 dump_steps: dump_step,
                 dump_every,
                 dump_format,

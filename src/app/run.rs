@@ -12,6 +12,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::report::frame::{FrameOptions, RunFrames};
+use super::report::trajectory::TrajectoryWriter;
 use super::report::{SceneView, StepsCsv, write_pvd, write_vtk};
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
@@ -32,6 +33,9 @@ pub struct Outputs {
     pub frames: FrameOptions,
     /// Also write VTK frames (and `frames.pvd`) at the snapshot interval.
     pub vtk: bool,
+    /// Also stream the bodies' poses at the snapshot interval (and at the start) to this
+    /// trajectory file ([`super::report::trajectory`]).
+    pub trajectory: Option<PathBuf>,
     /// Steps (1-based) whose problem is written as `problem_XXXX.<ext>` before it is solved.
     pub dump_steps: Vec<usize>,
     /// Also dump the problem of every `dump_every`-th step (0 = none).
@@ -300,6 +304,13 @@ fn steps_of(
             message: "an animation is made of the snapshots: set --snapshot-every".into(),
         });
     }
+    if outputs.snapshot_every == 0 && outputs.trajectory.is_some() {
+        return Err(Error::InvalidSetting {
+            name: "--trajectory",
+            value: format!("{:?}", outputs.trajectory),
+            message: "its frames are taken at the snapshots: set --snapshot-every".into(),
+        });
+    }
     let world = &mut scene.world;
     *summary = Summary {
         scene: scene.name.clone(),
@@ -325,6 +336,14 @@ fn steps_of(
             None
         }
         other => other?,
+    };
+    let mut trajectory = match &outputs.trajectory {
+        Some(path) => {
+            let mut t = TrajectoryWriter::create(path, &scene.name, solver.name(), world)?;
+            t.write(world)?;
+            Some(t)
+        }
+        None => None,
     };
     let mut frames = Vec::new();
     let mut total_iterations = 0;
@@ -384,12 +403,17 @@ fn steps_of(
                 break 'run;
             }
         }
-        if let Some(shots) = snapshots.as_mut().filter(|_| due) {
+        if due && (snapshots.is_some() || outputs.vtk || trajectory.is_some()) {
             if let Some(res) = &mut resident {
                 res.sync(world)?;
             }
             let name = format!("frame_{:04}", first + k);
-            shots.write(world, &folder.prepare()?.join(format!("{name}.png")))?;
+            if let Some(shots) = &mut snapshots {
+                shots.write(world, &folder.prepare()?.join(format!("{name}.png")))?;
+            }
+            if let Some(t) = &mut trajectory {
+                t.write(world)?;
+            }
             if outputs.vtk {
                 let poses: Vec<_> = world.bodies.iter().map(|b| b.pose).collect();
                 let speeds: Vec<f64> = world.bodies.iter().map(|b| b.velocity.norm()).collect();
@@ -410,6 +434,9 @@ fn steps_of(
     }
     if let Some(shots) = snapshots {
         shots.finish()?;
+    }
+    if let Some(t) = trajectory {
+        t.finish()?;
     }
     if outputs.vtk {
         write_pvd(&folder.prepare()?.join("frames.pvd"), &frames)?;
