@@ -13,6 +13,7 @@ use signorini::app::check::{self, Check};
 use signorini::app::report::frame::FrameOptions;
 use signorini::app::report::tables;
 use signorini::app::run::{Outputs, run as simulate};
+use signorini::app::view::{self, Key, ViewOptions};
 use signorini::limits::{self, Limits};
 use signorini::problem::FrictionModel;
 use signorini::problem::io::{self, Format};
@@ -194,6 +195,55 @@ enum Command {
         /// machine's), checked before it is built.
         #[arg(long, value_parser = limits::parse_size)]
         max_memory: Option<u64>,
+    },
+    /// Replay a run in a window from its trajectory file (`simulate --trajectory`), or with
+    /// `--live` simulate a scene while showing it. Mouse: left drag orbits, right drag (or
+    /// shift + left) pans, the wheel zooms. Keys: space plays or pauses, left and right step,
+    /// Home and End, `c` cycles the color field (speed, contacts, body id), Escape quits.
+    /// Needs an X11 display (XWayland on Wayland); without one, use `simulate --animation`.
+    View {
+        /// A trajectory file, a run's folder holding one, or with `--live` a scene file.
+        path: PathBuf,
+        /// Simulate the scene file `PATH` as it is shown (its outputs and its trajectory,
+        /// `trajectory.traj`, go to `--out`).
+        #[arg(long)]
+        live: bool,
+        /// With --live: number of steps (default: the scene's `run.steps`).
+        #[arg(long)]
+        steps: Option<usize>,
+        /// With --live: solver name (default: the scene's `run.solver`).
+        #[arg(long)]
+        solver: Option<String>,
+        /// With --live: override a scene value (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+        sets: Vec<(String, String)>,
+        /// With --live: output folder (default: `out/<scene name>`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// With --live: show every N-th step.
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        every: usize,
+        /// With --live: cpu, or gpu for the `-gpu` variant of the solver.
+        #[arg(long, default_value = "cpu")]
+        device: Device,
+        /// Camera at the start: three-quarter, front, side, top, or
+        /// `eye=X,Y,Z:target=X,Y,Z[:fov=DEG]`.
+        #[arg(long, default_value = "three-quarter")]
+        camera: CameraSpec,
+        /// Color field at the start: speed, contacts, body-id.
+        #[arg(long, default_value = "speed")]
+        color_by: ColorField,
+        /// Window size, WIDTHxHEIGHT pixels.
+        #[arg(long, default_value = "960x600", value_parser = parse_size)]
+        size: (u32, u32),
+        /// Keys to press, one per frame shown after the first, comma-separated (space,
+        /// right, left, home, end, c); the replay then starts paused.
+        #[arg(long, value_delimiter = ',')]
+        script: Vec<Key>,
+        /// Save the first frame shown and the one after each key of --script as
+        /// `DIR/view_K.png`, then close the window.
+        #[arg(long, value_name = "DIR")]
+        screenshot: Option<PathBuf>,
     },
     /// Convert a problem file: the extensions pick the formats (`.dat` and `.json`, `.bin`,
     /// `.hdf5` for FCLIB, which needs the `fclib` feature); FCLIB to FCLIB keeps the info,
@@ -468,6 +518,7 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                     ..FrameOptions::default()
                 },
                 vtk,
+                no_frames: false,
                 trajectory,
                 dump_steps: dump_step,
                 dump_every,
@@ -506,6 +557,45 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                     Outcome::Done
                 });
             }
+        }
+        Command::View {
+            path,
+            live,
+            steps,
+            solver,
+            sets,
+            out,
+            every,
+            device,
+            camera,
+            color_by,
+            size,
+            script,
+            screenshot,
+        } => {
+            let options = ViewOptions {
+                size,
+                camera,
+                color_by,
+                script,
+                screenshots: screenshot,
+            };
+            if !live {
+                view::view(&path, &options)?;
+                return Ok(Outcome::Done);
+            }
+            let scene = sim::scene::load(&path, &sets)?;
+            for warning in &scene.warnings {
+                eprintln!("warning: {warning}");
+            }
+            let solver = pick(solver.as_deref().unwrap_or(&scene.run.solver), device)?;
+            let outputs = Outputs {
+                dir: out.unwrap_or_else(|| PathBuf::from("out").join(&scene.name)),
+                snapshot_every: every,
+                ..Outputs::default()
+            };
+            let steps = steps.unwrap_or(scene.run.steps);
+            view::live(scene, Runner::new(solver), steps, outputs, &options)?;
         }
         Command::Convert {
             input,

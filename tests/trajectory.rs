@@ -138,6 +138,9 @@ fn a_cut_off_file_reads_its_whole_frames() {
     assert!(reader.frame(3).is_err());
 }
 
+/// A change made to a good file's bytes.
+type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+
 /// Damaged headers are errors naming the file and what is wrong: another format, another
 /// version, a body count the file cannot hold, an unknown shape tag, a header cut short.
 #[test]
@@ -147,7 +150,7 @@ fn bad_headers_are_clear_errors() {
     let good = std::fs::read(&path).unwrap();
     // Bytes 12..16 are the body count; the shapes start after the two names (20..).
     let shapes = 20 + 2 + "traj".len() + 2 + "pgs".len();
-    let cases: [(&str, Box<dyn Fn(&mut Vec<u8>)>, &str); 5] = [
+    let cases: [(&str, Damage, &str); 5] = [
         (
             "other.traj",
             Box::new(|b| b[0] = b'X'),

@@ -31,6 +31,8 @@ pub struct Outputs {
     pub snapshot_every: usize,
     /// How the snapshots are rendered, and the animation made of them.
     pub frames: FrameOptions,
+    /// Render no PNG frames at the snapshots (the trajectory or the VTK frames only).
+    pub no_frames: bool,
     /// Also write VTK frames (and `frames.pvd`) at the snapshot interval.
     pub vtk: bool,
     /// Also stream the bodies' poses at the snapshot interval (and at the start) to this
@@ -322,7 +324,7 @@ fn steps_of(
     };
     let mut csv: Option<StepsCsv> = None;
     let shapes: Vec<_> = world.bodies.iter().map(|b| b.shape).collect();
-    let opened = (outputs.snapshot_every > 0)
+    let opened = (outputs.snapshot_every > 0 && !outputs.no_frames)
         .then(|| {
             let count = steps / outputs.snapshot_every;
             RunFrames::new(&scene.name, world, solver.name(), &outputs.frames, count)
