@@ -71,6 +71,49 @@ struct SolveOptions {
     max_memory: Option<u64>,
 }
 
+/// Options of a run of a scene, shared by `simulate` and `view --live`.
+#[derive(clap::Args)]
+struct RunOptions {
+    /// Number of steps (default: the scene's `run.steps`).
+    #[arg(long)]
+    steps: Option<usize>,
+    /// Solver name (default: the scene's `run.solver`).
+    #[arg(long)]
+    solver: Option<String>,
+    /// Override a scene value, e.g. `--set lattice.0.count=20000` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    sets: Vec<(String, String)>,
+    /// Output folder (default: `out/<scene name>`).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// cpu, or gpu for the `-gpu` variant of the solver (the CPU one, with a note, when no
+    /// GPU adapter exists).
+    #[arg(long, default_value = "cpu")]
+    device: Device,
+    /// Memory limit of the scene's bodies and contacts (`512M`, `8GiB`; default half the
+    /// machine's), checked before it is built.
+    #[arg(long, value_parser = limits::parse_size)]
+    max_memory: Option<u64>,
+}
+
+/// A scene loaded for a run (its warnings on stderr), its solver, the number of steps and the
+/// output folder.
+fn prepare_run(
+    scene: &std::path::Path,
+    o: RunOptions,
+) -> signorini::Result<(sim::scene::Scene, Runner, usize, PathBuf)> {
+    let scene = sim::scene::load_within(scene, &o.sets, &limits(o.max_memory))?;
+    for warning in &scene.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let solver = pick(o.solver.as_deref().unwrap_or(&scene.run.solver), o.device)?;
+    let steps = o.steps.unwrap_or(scene.run.steps);
+    let dir = o
+        .out
+        .unwrap_or_else(|| PathBuf::from("out").join(&scene.name));
+    Ok((scene, Runner::new(solver), steps, dir))
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// List the GPU adapters wgpu finds (pick one with the environment variable
@@ -128,18 +171,8 @@ enum Command {
     Simulate {
         /// Scene file (TOML), e.g. `scenes/balls_in_box.toml`.
         scene: PathBuf,
-        /// Number of steps (default: the scene's `run.steps`).
-        #[arg(long)]
-        steps: Option<usize>,
-        /// Solver name (default: the scene's `run.solver`).
-        #[arg(long)]
-        solver: Option<String>,
-        /// Override a scene value, e.g. `--set lattice.0.count=20000` (repeatable).
-        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
-        sets: Vec<(String, String)>,
-        /// Output folder (default: `out/<scene name>`).
-        #[arg(long)]
-        out: Option<PathBuf>,
+        #[command(flatten)]
+        run: RunOptions,
         /// Snapshot interval in steps, 0 for none (default: the scene's `run.snapshot_every`).
         #[arg(long)]
         snapshot_every: Option<usize>,
@@ -178,10 +211,6 @@ enum Command {
         /// Print one JSON object with the totals on stdout instead of the summary table.
         #[arg(long)]
         json_summary: bool,
-        /// cpu, or gpu for the `-gpu` variant of the solver (the CPU one, with a note, when
-        /// no GPU adapter exists).
-        #[arg(long, default_value = "cpu")]
-        device: Device,
         /// With a GPU solver: auto takes the GPU-resident step (collision, assembly, solve
         /// and integration on the GPU) where the scene qualifies (spheres against planes,
         /// `jacobi-gpu`); gpu-solve keeps collision and assembly on the CPU.
@@ -191,10 +220,6 @@ enum Command {
         /// usable answer); the summary counts them either way.
         #[arg(long)]
         require_convergence: bool,
-        /// Memory limit of the scene's bodies and contacts (`512M`, `8GiB`; default half the
-        /// machine's), checked before it is built.
-        #[arg(long, value_parser = limits::parse_size)]
-        max_memory: Option<u64>,
     },
     /// Replay a run in a window from its trajectory file (`simulate --trajectory`), or with
     /// `--live` simulate a scene while showing it. Mouse: left drag orbits, right drag (or
@@ -208,24 +233,12 @@ enum Command {
         /// `trajectory.traj`, go to `--out`).
         #[arg(long)]
         live: bool,
-        /// With --live: number of steps (default: the scene's `run.steps`).
-        #[arg(long)]
-        steps: Option<usize>,
-        /// With --live: solver name (default: the scene's `run.solver`).
-        #[arg(long)]
-        solver: Option<String>,
-        /// With --live: override a scene value (repeatable).
-        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
-        sets: Vec<(String, String)>,
-        /// With --live: output folder (default: `out/<scene name>`).
-        #[arg(long)]
-        out: Option<PathBuf>,
+        /// With --live: the run (its options as for `simulate`).
+        #[command(flatten)]
+        run: RunOptions,
         /// With --live: show every N-th step.
         #[arg(long, value_name = "N", default_value_t = 1)]
         every: usize,
-        /// With --live: cpu, or gpu for the `-gpu` variant of the solver.
-        #[arg(long, default_value = "cpu")]
-        device: Device,
         /// Camera at the start: three-quarter, front, side, top, or
         /// `eye=X,Y,Z:target=X,Y,Z[:fov=DEG]`.
         #[arg(long, default_value = "three-quarter")]
@@ -480,10 +493,7 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
         Command::Info => print!("{}", tables::adapters(&gpu::adapters())),
         Command::Simulate {
             scene,
-            steps,
-            solver,
-            sets,
-            out,
+            run,
             snapshot_every,
             vtk,
             animation,
@@ -495,19 +505,12 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
             dump_every,
             dump_format,
             json_summary,
-            device,
             pipeline,
             require_convergence,
-            max_memory,
         } => {
-            let mut scene = sim::scene::load_within(&scene, &sets, &limits(max_memory))?;
-            for warning in &scene.warnings {
-                eprintln!("warning: {warning}");
-            }
-            let solver = pick(solver.as_deref().unwrap_or(&scene.run.solver), device)?;
-            let steps = steps.unwrap_or(scene.run.steps);
+            let (mut scene, mut solver, steps, dir) = prepare_run(&scene, run)?;
             let outputs = Outputs {
-                dir: out.unwrap_or_else(|| PathBuf::from("out").join(&scene.name)),
+                dir,
                 snapshot_every: snapshot_every.unwrap_or(scene.run.snapshot_every),
                 frames: FrameOptions {
                     camera,
@@ -531,7 +534,7 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                 )
                 .expect("a valid template"),
             );
-            let summary = simulate(&mut scene, &mut Runner::new(solver), steps, &outputs, |s| {
+            let summary = simulate(&mut scene, &mut solver, steps, &outputs, |s| {
                 bar.set_message(format!(
                     "{} contacts, {} iterations",
                     s.contacts, s.iterations
@@ -561,12 +564,8 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
         Command::View {
             path,
             live,
-            steps,
-            solver,
-            sets,
-            out,
+            run,
             every,
-            device,
             camera,
             color_by,
             size,
@@ -584,18 +583,13 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                 view::view(&path, &options)?;
                 return Ok(Outcome::Done);
             }
-            let scene = sim::scene::load(&path, &sets)?;
-            for warning in &scene.warnings {
-                eprintln!("warning: {warning}");
-            }
-            let solver = pick(solver.as_deref().unwrap_or(&scene.run.solver), device)?;
+            let (scene, solver, steps, dir) = prepare_run(&path, run)?;
             let outputs = Outputs {
-                dir: out.unwrap_or_else(|| PathBuf::from("out").join(&scene.name)),
+                dir,
                 snapshot_every: every,
                 ..Outputs::default()
             };
-            let steps = steps.unwrap_or(scene.run.steps);
-            view::live(scene, Runner::new(solver), steps, outputs, &options)?;
+            view::live(scene, solver, steps, outputs, &options)?;
         }
         Command::Convert {
             input,

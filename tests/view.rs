@@ -19,27 +19,36 @@ fn installed(program: &str) -> bool {
 fn record(dir: &Path) -> PathBuf {
     let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_in_box.toml");
     let path = dir.join("run.traj");
-    let out = Command::new(env!("CARGO_BIN_EXE_signorini"))
-        .args([
-            "simulate",
-            scene,
-            "--steps",
-            "10",
-            "--set",
-            "lattice.0.count=20",
-        ])
-        .args(["--snapshot-every", "5", "--frame-size", "32x32", "--out"])
-        .arg(dir)
-        .arg("--trajectory")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (dir, file) = (dir.to_str().unwrap(), path.to_str().unwrap());
+    let summary = common::run_cli_json([
+        "simulate",
+        scene,
+        "--steps",
+        "10",
+        "--set",
+        "lattice.0.count=20",
+        "--snapshot-every",
+        "5",
+        "--frame-size",
+        "32x32",
+        "--out",
+        dir,
+        "--trajectory",
+        file,
+        "--json-summary",
+    ]);
+    assert_eq!(summary["steps"], 10);
     path
+}
+
+/// Whether the window tests can run: Xvfb installed (else a note that `what` is skipped) and
+/// an adapter (lavapipe will do).
+fn windows(what: &str) -> bool {
+    if !installed("Xvfb") {
+        eprintln!("note: Xvfb is not installed (Debian: xvfb): {what} is skipped");
+        return false;
+    }
+    common::gpu::context().is_some()
 }
 
 /// An X server on a display of its own, stopped when dropped.
@@ -88,6 +97,13 @@ impl Xvfb {
         c
     }
 
+    /// Runs `signorini view` with `args` on this display to its end, which must be a success.
+    fn view_ok<S: AsRef<std::ffi::OsStr>>(&self, args: impl IntoIterator<Item = S>) {
+        let out = self.view().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+    }
+
     /// The screen's pixels (xwd's dump, whose header stays the same between grabs).
     fn grab(&self) -> Vec<u8> {
         let out = Command::new("xwd")
@@ -119,29 +135,22 @@ impl Drop for Xvfb {
 /// and closes the window with status 0. Skipped, with a message, without Xvfb.
 #[test]
 fn view_shows_frames_that_follow_the_keys() {
-    if !installed("Xvfb") {
-        eprintln!("note: Xvfb is not installed (Debian: xvfb): the window test is skipped");
-        return;
-    }
-    if common::gpu::context().is_none() {
+    if !windows("the window test") {
         return;
     }
     let dir = common::fresh_dir("view-script");
     let trajectory = record(&dir);
     let x = Xvfb::start();
     let shots = dir.join("shots");
-    let out = x
-        .view()
-        .arg(&trajectory)
-        .args(["--script", "right,c", "--size", "200x120", "--screenshot"])
-        .arg(&shots)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    x.view_ok([
+        trajectory.to_str().unwrap(),
+        "--script",
+        "right,c",
+        "--size",
+        "200x120",
+        "--screenshot",
+        shots.to_str().unwrap(),
+    ]);
     let frames: Vec<image::RgbaImage> = (0..3)
         .map(|k| {
             image::open(shots.join(format!("view_{k}.png")))
@@ -166,37 +175,29 @@ fn view_shows_frames_that_follow_the_keys() {
 /// trajectory into its output folder, while the window shows it. Skipped without Xvfb.
 #[test]
 fn view_live_steps_the_scene() {
-    if !installed("Xvfb") {
-        eprintln!("note: Xvfb is not installed (Debian: xvfb): the live window test is skipped");
-        return;
-    }
-    if common::gpu::context().is_none() {
+    if !windows("the live window test") {
         return;
     }
     let dir = common::fresh_dir("view-live");
     let x = Xvfb::start();
     let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_in_box.toml");
-    let out = x
-        .view()
-        .args([
-            scene,
-            "--live",
-            "--steps",
-            "4",
-            "--set",
-            "lattice.0.count=20",
-        ])
-        .args(["--script", "end", "--size", "200x120", "--out"])
-        .arg(&dir)
-        .arg("--screenshot")
-        .arg(dir.join("shots"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let shots = dir.join("shots");
+    x.view_ok([
+        scene,
+        "--live",
+        "--steps",
+        "4",
+        "--set",
+        "lattice.0.count=20",
+        "--script",
+        "end",
+        "--size",
+        "200x120",
+        "--out",
+        dir.to_str().unwrap(),
+        "--screenshot",
+        shots.to_str().unwrap(),
+    ]);
     for k in 0..2 {
         assert!(
             dir.join(format!("shots/view_{k}.png")).is_file(),
@@ -214,15 +215,17 @@ fn view_live_steps_the_scene() {
 /// what the window shows on the screen. Skipped, with a message, without them.
 #[test]
 fn view_answers_real_key_presses() {
-    let missing: Vec<_> = ["Xvfb", "xdotool", "xwd"]
+    let missing: Vec<_> = ["xdotool", "xwd"]
         .into_iter()
         .filter(|p| !installed(p))
         .collect();
     if !missing.is_empty() {
-        eprintln!("note: {missing:?} not installed: the key-press test is skipped");
+        eprintln!(
+            "note: {missing:?} not installed (Debian: xdotool, x11-apps): the key-press test is skipped"
+        );
         return;
     }
-    if common::gpu::context().is_none() {
+    if !windows("the key-press test") {
         return;
     }
     let dir = common::fresh_dir("view-keys");
