@@ -111,11 +111,19 @@ fn a_run_reads_back() {
         "the sphere at rest touches the plane"
     );
     for field in [ColorField::Speed, ColorField::Contacts, ColorField::BodyId] {
-        let frame = header.scene_frame(&last, field);
+        let frame = header.scene_frame(&last, field).unwrap();
         frame.check().unwrap();
         assert_eq!(frame.links.is_empty(), header.links.is_empty());
     }
-    assert_eq!(header.scene_frame(&last, ColorField::BodyId).values[4], 4.0);
+    assert_eq!(
+        header
+            .scene_frame(&last, ColorField::BodyId)
+            .unwrap()
+            .values[4],
+        4.0
+    );
+    let impulse = header.scene_frame(&last, ColorField::Impulse).unwrap_err();
+    assert!(impulse.to_string().contains("not impulses"), "{impulse}");
 }
 
 /// A file cut inside its last frame (a run stopped midway) reads up to the last whole frame,

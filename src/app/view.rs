@@ -351,7 +351,7 @@ impl Viewer {
         options: &ViewOptions,
     ) -> Result<Viewer> {
         let first = reader.frame(0)?;
-        let bounds = scene_bounds(&reader.header().scene_frame(&first, options.color_by));
+        let bounds = scene_bounds(&reader.header().scene_frame(&first, options.color_by)?);
         Ok(Viewer {
             reader,
             playing: options.script.is_empty(),
@@ -452,7 +452,7 @@ impl Viewer {
         });
         let frame = self.reader.frame(self.frame)?;
         let header = self.reader.header();
-        let scene = header.scene_frame(&frame, self.field);
+        let scene = header.scene_frame(&frame, self.field)?;
         // The scale only widens while a field is shown: its colors keep their meaning.
         let now = ColorScale::spanning(scene.values.iter().copied(), self.field.label());
         let scale = match &self.scale {

@@ -89,22 +89,29 @@ impl Header {
         }
     }
 
-    /// `frame` as the renderer draws it, colored by `field` (speed, contacts or body id; a
-    /// trajectory keeps no impulses: [`ColorField::Impulse`] colors by contacts).
-    pub fn scene_frame(&self, frame: &TrajectoryFrame, field: ColorField) -> SceneFrame {
+    /// `frame` as the renderer draws it, colored by `field`: speed, contacts or body id (a
+    /// trajectory keeps no impulses: [`ColorField::Impulse`] is an error).
+    pub fn scene_frame(&self, frame: &TrajectoryFrame, field: ColorField) -> Result<SceneFrame> {
         let values = match field {
             ColorField::Speed => frame.speeds.clone(),
-            ColorField::Contacts | ColorField::Impulse => {
-                frame.contacts.iter().map(|&c| f64::from(c)).collect()
-            }
+            ColorField::Contacts => frame.contacts.iter().map(|&c| f64::from(c)).collect(),
             ColorField::BodyId => (0..self.shapes.len()).map(|i| i as f64).collect(),
+            ColorField::Impulse => {
+                return Err(Error::InvalidSetting {
+                    name: "--color-by",
+                    value: field.name().to_string(),
+                    message: "a trajectory keeps speeds and contact counts, not impulses: \
+                              speed, contacts or body-id"
+                        .into(),
+                });
+            }
         };
-        SceneFrame {
+        Ok(SceneFrame {
             shapes: self.shapes.clone(),
             links: joint_links(&self.links, &frame.poses),
             poses: frame.poses.clone(),
             values,
-        }
+        })
     }
 
     /// Bytes of one frame.
