@@ -17,6 +17,7 @@ use super::report::{SceneView, StepsCsv, write_pvd, write_vtk};
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::problem::io::Format;
+use crate::render::StateSpheres;
 use crate::sim::resident::{self, Resident};
 use crate::sim::scene::Scene;
 use crate::sim::{Pose, Shape, StepStats, World};
@@ -349,7 +350,8 @@ fn steps_of(
     };
     let mut frames = Vec::new();
     let mut total_iterations = 0;
-    let mut resident = resident_for(world, solver, outputs, summary)?;
+    let ctx = snapshots.as_ref().map(RunFrames::context);
+    let mut resident = resident_for(world, solver, outputs, summary, ctx)?;
     let first = world.steps;
     let every = outputs.snapshot_every;
     let mut host_s = 0.0;
@@ -406,12 +408,26 @@ fn steps_of(
             }
         }
         if due && (snapshots.is_some() || outputs.vtk || trajectory.is_some()) {
-            if let Some(res) = &mut resident {
-                res.sync(world)?;
+            // A frame colored by speed of the GPU-resident step is drawn from its state on
+            // the device; the other outputs need the spheres read back.
+            let from_state = !outputs.vtk
+                && trajectory.is_none()
+                && snapshots.as_ref().is_some_and(RunFrames::colors_by_speed);
+            match &mut resident {
+                Some(res) if from_state => res.sync_clock(world),
+                Some(res) => res.sync(world)?,
+                None => {}
             }
             let name = format!("frame_{:04}", first + k);
             if let Some(shots) = &mut snapshots {
-                shots.write(world, &folder.prepare()?.join(format!("{name}.png")))?;
+                let path = folder.prepare()?.join(format!("{name}.png"));
+                match resident.as_ref().filter(|_| from_state) {
+                    Some(res) => {
+                        let (buffer, count) = res.state();
+                        shots.write_state(world, StateSpheres { buffer, count }, &path)?;
+                    }
+                    None => shots.write(world, &path)?,
+                }
             }
             if let Some(t) = &mut trajectory {
                 t.write(world)?;
@@ -451,13 +467,15 @@ fn steps_of(
 }
 
 /// The GPU-resident step of `world` when `solver` is `jacobi-gpu` and the scene qualifies
-/// (and no problem is dumped, which needs the CPU's assembly); the pipeline taken and, for
+/// (and no problem is dumped, which needs the CPU's assembly), on the device `ctx` (the
+/// frames' device, so that they draw its state) or a new one; the pipeline taken and, for
 /// a GPU solver that does not take it, why, go into `summary`.
 fn resident_for(
     world: &World,
     solver: &Runner,
     outputs: &Outputs,
     summary: &mut Summary,
+    ctx: Option<Arc<GpuContext>>,
 ) -> Result<Option<Resident>> {
     let entry = crate::registry::entry(solver.name());
     let gpu = entry.is_ok_and(|e| e.device == crate::registry::Device::Gpu);
@@ -485,7 +503,10 @@ fn resident_for(
         summary.pipeline_note = why;
         return Ok(None);
     }
-    let ctx = Arc::new(GpuContext::new()?);
+    let ctx = match ctx {
+        Some(ctx) => ctx,
+        None => Arc::new(GpuContext::new()?),
+    };
     let res = Resident::on_device(ctx, world)?;
     summary.pipeline = Pipeline::GpuResident;
     Ok(Some(res))

@@ -22,7 +22,7 @@ pub use camera::{Bounds, Camera, CameraSpec, DEFAULT_FOV, Preset};
 pub use color::{ColorField, ColorScale, colormap};
 pub use geometry::scene_bounds;
 pub(crate) use overlay::register_font;
-pub use renderer::Renderer;
+pub use renderer::{Renderer, StateSpheres};
 
 use crate::error::{Error, Result};
 use crate::sim::{Joint, Pose, Shape, World};

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::data::{GpuBody, GpuContact, GpuPlane, StepParams};
 use super::exec::Executor;
-use super::schedule::{SLOT_BYTES, Schedule, StatsSlot};
+use super::schedule::{Buf, SLOT_BYTES, Schedule, StatsSlot};
 use crate::error::{Error, Result};
 use crate::gpu::GpuBlock;
 
@@ -232,6 +232,11 @@ impl<E: Executor> StepPipeline<E> {
             .exec
             .read(buf, 0, (std::mem::size_of::<T>() * len) as u64)?;
         Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    /// The buffer of the sphere state ([`GpuBody`], in scene order).
+    pub fn bodies_buf(&self) -> Buf {
+        self.schedule.named.bodies
     }
 
     /// The sphere state after what was run (one readback).
