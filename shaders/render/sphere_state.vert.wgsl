@@ -1,17 +1,7 @@
-// Spheres straight from the state of the GPU time step (src/gpu/step: `GpuBody`, in scene
-// order), vertex stage: instance `i` is body `i`, drawn by `impostor` (common.wgsl), colored
+// Spheres straight from the state of the GPU time step (src/gpu/step: `GpuBody` of
+// shaders/step/step_common.wgsl, which the renderer prepends, in scene order), vertex stage: instance `i` is body `i`, drawn by `impostor` (common.wgsl), colored
 // by its speed on the viridis scale of `tint` (the table of src/render/color.rs, sRGB bytes
 // interpolated, then made linear as the CPU path does).
-
-// Keep in sync with `GpuBody` (src/gpu/step/data.rs).
-struct Body {
-    pos: vec4<f32>,
-    quat: vec4<f32>,
-    vel: vec4<f32>,
-    omega: vec4<f32>,
-    inv: vec4<f32>,
-    props: vec4<f32>,
-};
 
 struct Tint {
     // The view's origin (xyz): positions are drawn relative to it.
@@ -22,7 +12,7 @@ struct Tint {
     viridis: array<vec4<f32>, 9>,
 };
 
-@group(1) @binding(0) var<storage, read> bodies: array<Body>;
+@group(1) @binding(0) var<storage, read> bodies: array<GpuBody>;
 @group(1) @binding(1) var<uniform> tint: Tint;
 
 // An sRGB byte value (0–255) as linear intensity.

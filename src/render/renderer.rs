@@ -19,6 +19,14 @@ use crate::gpu::GpuContext;
 const COMMON: &str = include_str!("../../shaders/render/common.wgsl");
 const SPHERE_VERT: &str = include_str!("../../shaders/render/sphere.vert.wgsl");
 const SPHERE_STATE_VERT: &str = include_str!("../../shaders/render/sphere_state.vert.wgsl");
+/// The time step's structs (`GpuBody`), which the state's sphere stage reads.
+const STEP_COMMON: &str = include_str!("../../shaders/step/step_common.wgsl");
+
+/// The source of the vertex stage of the spheres drawn from the time step's state: the time
+/// step's declarations before it.
+fn sphere_state_vert() -> String {
+    format!("{STEP_COMMON}\n{SPHERE_STATE_VERT}")
+}
 const SPHERE_FRAG: &str = include_str!("../../shaders/render/sphere.frag.wgsl");
 const MESH_VERT: &str = include_str!("../../shaders/render/mesh.vert.wgsl");
 const MESH_FRAG: &str = include_str!("../../shaders/render/mesh.frag.wgsl");
@@ -268,7 +276,7 @@ impl Renderer {
             }),
             "state spheres",
             &(
-                module("sphere_state.vert", SPHERE_STATE_VERT),
+                module("sphere_state.vert", &sphere_state_vert()),
                 module("sphere.frag", SPHERE_FRAG),
             ),
             &[],
@@ -609,7 +617,7 @@ mod tests {
     fn shaders_validate_and_the_uniform_matches() {
         for (name, stage) in [
             ("sphere.vert", SPHERE_VERT),
-            ("sphere_state.vert", SPHERE_STATE_VERT),
+            ("sphere_state.vert", &sphere_state_vert()),
             ("sphere.frag", SPHERE_FRAG),
             ("mesh.vert", MESH_VERT),
             ("mesh.frag", MESH_FRAG),
@@ -625,7 +633,7 @@ mod tests {
             let twins = [
                 ("View", size_of::<ViewUniform>()),
                 ("Tint", size_of::<TintUniform>()),
-                ("Body", BODY_BYTES as usize),
+                ("GpuBody", BODY_BYTES as usize),
             ];
             let named = |n: &str| {
                 module
