@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::data::{GpuBody, GpuContact, GpuPlane, StepParams};
 use super::exec::Executor;
-use super::schedule::{Buf, SLOT_BYTES, Schedule, StatsSlot};
+use super::schedule::{SLOT_BYTES, Schedule, StatsSlot};
 use crate::error::{Error, Result};
 use crate::gpu::GpuBlock;
 
@@ -235,7 +235,7 @@ impl<E: Executor> StepPipeline<E> {
     }
 
     /// The buffer of the sphere state ([`GpuBody`], in scene order).
-    pub fn bodies_buf(&self) -> Buf {
+    pub fn bodies_buf(&self) -> super::schedule::Buf {
         self.schedule.named.bodies
     }
 
