@@ -118,6 +118,10 @@ pub enum Error {
         /// What is wrong with it.
         fault: FileFault,
     },
+    /// The window of `signorini view` cannot be opened: no display, or the window system
+    /// did not start.
+    #[error("no window: {0}")]
+    NoDisplay(String),
     /// A benchmark report or chart cannot be made: nothing was measured, or a table or chart
     /// would be empty.
     #[error("report: {0}")]

@@ -13,6 +13,7 @@ use signorini::app::check::{self, Check};
 use signorini::app::report::frame::FrameOptions;
 use signorini::app::report::tables;
 use signorini::app::run::{Outputs, run as simulate};
+use signorini::app::view::{self, Key, ViewOptions};
 use signorini::limits::{self, Limits};
 use signorini::problem::FrictionModel;
 use signorini::problem::io::{self, Format};
@@ -68,6 +69,49 @@ struct SolveOptions {
     /// Memory limit of the prepared problem (`512M`, `8GiB`; default half the machine's).
     #[arg(long, value_parser = limits::parse_size)]
     max_memory: Option<u64>,
+}
+
+/// Options of a run of a scene, shared by `simulate` and `view --live`.
+#[derive(clap::Args)]
+struct RunOptions {
+    /// Number of steps (default: the scene's `run.steps`).
+    #[arg(long)]
+    steps: Option<usize>,
+    /// Solver name (default: the scene's `run.solver`).
+    #[arg(long)]
+    solver: Option<String>,
+    /// Override a scene value, e.g. `--set lattice.0.count=20000` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    sets: Vec<(String, String)>,
+    /// Output folder (default: `out/<scene name>`).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// cpu, or gpu for the `-gpu` variant of the solver (the CPU one, with a note, when no
+    /// GPU adapter exists).
+    #[arg(long, default_value = "cpu")]
+    device: Device,
+    /// Memory limit of the scene's bodies and contacts (`512M`, `8GiB`; default half the
+    /// machine's), checked before it is built.
+    #[arg(long, value_parser = limits::parse_size)]
+    max_memory: Option<u64>,
+}
+
+/// A scene loaded for a run (its warnings on stderr), its solver, the number of steps and the
+/// output folder.
+fn prepare_run(
+    scene: &std::path::Path,
+    o: RunOptions,
+) -> signorini::Result<(sim::scene::Scene, Runner, usize, PathBuf)> {
+    let scene = sim::scene::load_within(scene, &o.sets, &limits(o.max_memory))?;
+    for warning in &scene.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let solver = pick(o.solver.as_deref().unwrap_or(&scene.run.solver), o.device)?;
+    let steps = o.steps.unwrap_or(scene.run.steps);
+    let dir = o
+        .out
+        .unwrap_or_else(|| PathBuf::from("out").join(&scene.name));
+    Ok((scene, Runner::new(solver), steps, dir))
 }
 
 #[derive(Subcommand)]
@@ -127,18 +171,8 @@ enum Command {
     Simulate {
         /// Scene file (TOML), e.g. `scenes/balls_in_box.toml`.
         scene: PathBuf,
-        /// Number of steps (default: the scene's `run.steps`).
-        #[arg(long)]
-        steps: Option<usize>,
-        /// Solver name (default: the scene's `run.solver`).
-        #[arg(long)]
-        solver: Option<String>,
-        /// Override a scene value, e.g. `--set lattice.0.count=20000` (repeatable).
-        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
-        sets: Vec<(String, String)>,
-        /// Output folder (default: `out/<scene name>`).
-        #[arg(long)]
-        out: Option<PathBuf>,
+        #[command(flatten)]
+        run: RunOptions,
         /// Snapshot interval in steps, 0 for none (default: the scene's `run.snapshot_every`).
         #[arg(long)]
         snapshot_every: Option<usize>,
@@ -149,6 +183,10 @@ enum Command {
         /// ffmpeg when it is on PATH, else written as `.apng`).
         #[arg(long, value_name = "FILE")]
         animation: Option<PathBuf>,
+        /// Also stream the bodies' poses at the snapshots to this trajectory file (f32, 34
+        /// bytes per body per frame), which `signorini view` replays.
+        #[arg(long, value_name = "FILE")]
+        trajectory: Option<PathBuf>,
         /// Camera of the snapshots: three-quarter, front, side, top, or
         /// `eye=X,Y,Z:target=X,Y,Z[:fov=DEG]`.
         #[arg(long, default_value = "three-quarter")]
@@ -173,10 +211,6 @@ enum Command {
         /// Print one JSON object with the totals on stdout instead of the summary table.
         #[arg(long)]
         json_summary: bool,
-        /// cpu, or gpu for the `-gpu` variant of the solver (the CPU one, with a note, when
-        /// no GPU adapter exists).
-        #[arg(long, default_value = "cpu")]
-        device: Device,
         /// With a GPU solver: auto takes the GPU-resident step (collision, assembly, solve
         /// and integration on the GPU) where the scene qualifies (spheres against planes,
         /// `jacobi-gpu`); gpu-solve keeps collision and assembly on the CPU.
@@ -186,10 +220,43 @@ enum Command {
         /// usable answer); the summary counts them either way.
         #[arg(long)]
         require_convergence: bool,
-        /// Memory limit of the scene's bodies and contacts (`512M`, `8GiB`; default half the
-        /// machine's), checked before it is built.
-        #[arg(long, value_parser = limits::parse_size)]
-        max_memory: Option<u64>,
+    },
+    /// Replay a run in a window from its trajectory file (`simulate --trajectory`), or with
+    /// `--live` simulate a scene while showing it. Mouse: left drag orbits, right drag (or
+    /// shift + left) pans, the wheel zooms. Keys: space plays or pauses, left and right step,
+    /// Home and End, `c` cycles the color field (speed, contacts, body id), Escape quits.
+    /// Needs an X11 display (XWayland on Wayland); without one, use `simulate --animation`.
+    View {
+        /// A trajectory file, a run's folder holding one, or with `--live` a scene file.
+        path: PathBuf,
+        /// Simulate the scene file `PATH` as it is shown (its outputs and its trajectory,
+        /// `trajectory.traj`, go to `--out`).
+        #[arg(long)]
+        live: bool,
+        /// With --live: the run (its options as for `simulate`).
+        #[command(flatten)]
+        run: RunOptions,
+        /// With --live: show every N-th step.
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        every: usize,
+        /// Camera at the start: three-quarter, front, side, top, or
+        /// `eye=X,Y,Z:target=X,Y,Z[:fov=DEG]`.
+        #[arg(long, default_value = "three-quarter")]
+        camera: CameraSpec,
+        /// Color field at the start: speed, contacts, body-id.
+        #[arg(long, default_value = "speed")]
+        color_by: ColorField,
+        /// Window size, WIDTHxHEIGHT pixels.
+        #[arg(long, default_value = "960x600", value_parser = parse_size)]
+        size: (u32, u32),
+        /// Keys to press, one per frame shown after the first, comma-separated (space,
+        /// right, left, home, end, c); the replay then starts paused.
+        #[arg(long, value_delimiter = ',')]
+        script: Vec<Key>,
+        /// Save the first frame shown and the one after each key of --script as
+        /// `DIR/view_K.png`, then close the window.
+        #[arg(long, value_name = "DIR")]
+        screenshot: Option<PathBuf>,
     },
     /// Convert a problem file: the extensions pick the formats (`.dat` and `.json`, `.bin`,
     /// `.hdf5` for FCLIB, which needs the `fclib` feature); FCLIB to FCLIB keeps the info,
@@ -426,13 +493,11 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
         Command::Info => print!("{}", tables::adapters(&gpu::adapters())),
         Command::Simulate {
             scene,
-            steps,
-            solver,
-            sets,
-            out,
+            run,
             snapshot_every,
             vtk,
             animation,
+            trajectory,
             camera,
             color_by,
             frame_size,
@@ -440,19 +505,12 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
             dump_every,
             dump_format,
             json_summary,
-            device,
             pipeline,
             require_convergence,
-            max_memory,
         } => {
-            let mut scene = sim::scene::load_within(&scene, &sets, &limits(max_memory))?;
-            for warning in &scene.warnings {
-                eprintln!("warning: {warning}");
-            }
-            let solver = pick(solver.as_deref().unwrap_or(&scene.run.solver), device)?;
-            let steps = steps.unwrap_or(scene.run.steps);
+            let (mut scene, mut solver, steps, dir) = prepare_run(&scene, run)?;
             let outputs = Outputs {
-                dir: out.unwrap_or_else(|| PathBuf::from("out").join(&scene.name)),
+                dir,
                 snapshot_every: snapshot_every.unwrap_or(scene.run.snapshot_every),
                 frames: FrameOptions {
                     camera,
@@ -463,6 +521,8 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                     ..FrameOptions::default()
                 },
                 vtk,
+                no_frames: false,
+                trajectory,
                 dump_steps: dump_step,
                 dump_every,
                 dump_format,
@@ -474,7 +534,7 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                 )
                 .expect("a valid template"),
             );
-            let summary = simulate(&mut scene, &mut Runner::new(solver), steps, &outputs, |s| {
+            let summary = simulate(&mut scene, &mut solver, steps, &outputs, |s| {
                 bar.set_message(format!(
                     "{} contacts, {} iterations",
                     s.contacts, s.iterations
@@ -500,6 +560,36 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                     Outcome::Done
                 });
             }
+        }
+        Command::View {
+            path,
+            live,
+            run,
+            every,
+            camera,
+            color_by,
+            size,
+            script,
+            screenshot,
+        } => {
+            let options = ViewOptions {
+                size,
+                camera,
+                color_by,
+                script,
+                screenshots: screenshot,
+            };
+            if !live {
+                view::view(&path, &options)?;
+                return Ok(Outcome::Done);
+            }
+            let (scene, solver, steps, dir) = prepare_run(&path, run)?;
+            let outputs = Outputs {
+                dir,
+                snapshot_every: every,
+                ..Outputs::default()
+            };
+            view::live(scene, solver, steps, outputs, &options)?;
         }
         Command::Convert {
             input,

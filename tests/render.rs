@@ -243,3 +243,60 @@ fn a_scene_file_renders_with_its_overlay() {
             .contains("frame width")
     );
 }
+
+/// The spheres of a GPU-resident step drawn from its state buffer (no readback) give the
+/// image that the CPU path draws from the same state read back (`Resident::sync`): 40 balls
+/// in their box after 8 steps, colored by speed; at most 0.2 % of the pixels differ by more
+/// than 3 levels (the edges' coverage), and the balls are there.
+#[test]
+fn spheres_drawn_from_the_gpu_state_match_the_readback() {
+    let Some(ctx) = context() else {
+        return;
+    };
+    let mut scene = common::load_scene("balls_in_box.toml", &[("lattice.0.count", "40")]);
+    let world = &mut scene.world;
+    let mut res = signorini::sim::resident::Resident::on_device(ctx.clone(), world).unwrap();
+    for _ in 0..8 {
+        res.step().unwrap();
+    }
+    res.flush().unwrap();
+    res.sync(world).unwrap();
+    let mut renderer = Renderer::new(ctx);
+    let whole = SceneFrame::from_world(world, ColorField::Speed);
+    let style = Style {
+        width: 240,
+        height: 160,
+        bounds: Some(signorini::render::scene_bounds(&whole)),
+        scale: ColorScale::spanning(whole.values.iter().copied(), "speed"),
+        overlay: false,
+        ..Style::default()
+    };
+    let cpu = renderer.render(&whole, &style).unwrap();
+    let planes: Vec<usize> = (0..whole.shapes.len())
+        .filter(|&i| whole.shapes[i] == Shape::Plane)
+        .collect();
+    let pick = |i: &usize| (whole.shapes[*i], whole.poses[*i], whole.values[*i]);
+    let bodies: Vec<_> = planes.iter().map(pick).collect();
+    let (buffer, count) = res.state();
+    assert_eq!(count, 40);
+    let spheres = signorini::render::StateSpheres { buffer, count };
+    let gpu = renderer
+        .render_state(&frame(&bodies), &style, spheres)
+        .unwrap();
+    let differ = cpu
+        .rgba
+        .chunks_exact(4)
+        .zip(gpu.rgba.chunks_exact(4))
+        .filter(|(a, b)| (0..3).any(|c| a[c].abs_diff(b[c]) > 3))
+        .count();
+    let pixels = (cpu.width * cpu.height) as usize;
+    assert!(differ * 500 <= pixels, "{differ} of {pixels} pixels differ");
+    let without = renderer.render(&frame(&bodies), &style).unwrap();
+    let balls = without
+        .rgba
+        .chunks_exact(4)
+        .zip(gpu.rgba.chunks_exact(4))
+        .filter(|(a, b)| (0..3).any(|c| a[c].abs_diff(b[c]) > 24))
+        .count();
+    assert!(balls > 500, "only {balls} pixels of balls");
+}

@@ -12,10 +12,12 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::report::frame::{FrameOptions, RunFrames};
+use super::report::trajectory::TrajectoryWriter;
 use super::report::{SceneView, StepsCsv, write_pvd, write_vtk};
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::problem::io::Format;
+use crate::render::StateSpheres;
 use crate::sim::resident::{self, Resident};
 use crate::sim::scene::Scene;
 use crate::sim::{Pose, Shape, StepStats, World};
@@ -30,8 +32,13 @@ pub struct Outputs {
     pub snapshot_every: usize,
     /// How the snapshots are rendered, and the animation made of them.
     pub frames: FrameOptions,
+    /// Render no PNG frames at the snapshots (the trajectory or the VTK frames only).
+    pub no_frames: bool,
     /// Also write VTK frames (and `frames.pvd`) at the snapshot interval.
     pub vtk: bool,
+    /// Also stream the bodies' poses at the snapshot interval (and at the start) to this
+    /// trajectory file ([`super::report::trajectory`]).
+    pub trajectory: Option<PathBuf>,
     /// Steps (1-based) whose problem is written as `problem_XXXX.<ext>` before it is solved.
     pub dump_steps: Vec<usize>,
     /// Also dump the problem of every `dump_every`-th step (0 = none).
@@ -300,6 +307,13 @@ fn steps_of(
             message: "an animation is made of the snapshots: set --snapshot-every".into(),
         });
     }
+    if outputs.snapshot_every == 0 && outputs.trajectory.is_some() {
+        return Err(Error::InvalidSetting {
+            name: "--trajectory",
+            value: format!("{:?}", outputs.trajectory),
+            message: "its frames are taken at the snapshots: set --snapshot-every".into(),
+        });
+    }
     let world = &mut scene.world;
     *summary = Summary {
         scene: scene.name.clone(),
@@ -311,7 +325,7 @@ fn steps_of(
     };
     let mut csv: Option<StepsCsv> = None;
     let shapes: Vec<_> = world.bodies.iter().map(|b| b.shape).collect();
-    let opened = (outputs.snapshot_every > 0)
+    let opened = (outputs.snapshot_every > 0 && !outputs.no_frames)
         .then(|| {
             let count = steps / outputs.snapshot_every;
             RunFrames::new(&scene.name, world, solver.name(), &outputs.frames, count)
@@ -326,9 +340,18 @@ fn steps_of(
         }
         other => other?,
     };
+    let mut trajectory = match &outputs.trajectory {
+        Some(path) => {
+            let mut t = TrajectoryWriter::create(path, &scene.name, solver.name(), world)?;
+            t.write(world)?;
+            Some(t)
+        }
+        None => None,
+    };
     let mut frames = Vec::new();
     let mut total_iterations = 0;
-    let mut resident = resident_for(world, solver, outputs, summary)?;
+    let ctx = snapshots.as_ref().map(RunFrames::context);
+    let mut resident = resident_for(world, solver, outputs, summary, ctx)?;
     let first = world.steps;
     let every = outputs.snapshot_every;
     let mut host_s = 0.0;
@@ -384,12 +407,31 @@ fn steps_of(
                 break 'run;
             }
         }
-        if let Some(shots) = snapshots.as_mut().filter(|_| due) {
-            if let Some(res) = &mut resident {
-                res.sync(world)?;
+        if due && (snapshots.is_some() || outputs.vtk || trajectory.is_some()) {
+            // A frame colored by speed of the GPU-resident step is drawn from its state on
+            // the device; the other outputs need the spheres read back.
+            let from_state = !outputs.vtk
+                && trajectory.is_none()
+                && snapshots.as_ref().is_some_and(RunFrames::colors_by_speed);
+            match &mut resident {
+                Some(res) if from_state => res.sync_clock(world),
+                Some(res) => res.sync(world)?,
+                None => {}
             }
             let name = format!("frame_{:04}", first + k);
-            shots.write(world, &folder.prepare()?.join(format!("{name}.png")))?;
+            if let Some(shots) = &mut snapshots {
+                let path = folder.prepare()?.join(format!("{name}.png"));
+                match resident.as_ref().filter(|_| from_state) {
+                    Some(res) => {
+                        let (buffer, count) = res.state();
+                        shots.write_state(world, StateSpheres { buffer, count }, &path)?;
+                    }
+                    None => shots.write(world, &path)?,
+                }
+            }
+            if let Some(t) = &mut trajectory {
+                t.write(world)?;
+            }
             if outputs.vtk {
                 let poses: Vec<_> = world.bodies.iter().map(|b| b.pose).collect();
                 let speeds: Vec<f64> = world.bodies.iter().map(|b| b.velocity.norm()).collect();
@@ -411,6 +453,9 @@ fn steps_of(
     if let Some(shots) = snapshots {
         shots.finish()?;
     }
+    if let Some(t) = trajectory {
+        t.finish()?;
+    }
     if outputs.vtk {
         write_pvd(&folder.prepare()?.join("frames.pvd"), &frames)?;
     }
@@ -422,13 +467,15 @@ fn steps_of(
 }
 
 /// The GPU-resident step of `world` when `solver` is `jacobi-gpu` and the scene qualifies
-/// (and no problem is dumped, which needs the CPU's assembly); the pipeline taken and, for
+/// (and no problem is dumped, which needs the CPU's assembly), on the device `ctx` (the
+/// frames' device, so that they draw its state) or a new one; the pipeline taken and, for
 /// a GPU solver that does not take it, why, go into `summary`.
 fn resident_for(
     world: &World,
     solver: &Runner,
     outputs: &Outputs,
     summary: &mut Summary,
+    ctx: Option<Arc<GpuContext>>,
 ) -> Result<Option<Resident>> {
     let entry = crate::registry::entry(solver.name());
     let gpu = entry.is_ok_and(|e| e.device == crate::registry::Device::Gpu);
@@ -456,7 +503,10 @@ fn resident_for(
         summary.pipeline_note = why;
         return Ok(None);
     }
-    let ctx = Arc::new(GpuContext::new()?);
+    let ctx = match ctx {
+        Some(ctx) => ctx,
+        None => Arc::new(GpuContext::new()?),
+    };
     let res = Resident::on_device(ctx, world)?;
     summary.pipeline = Pipeline::GpuResident;
     Ok(Some(res))

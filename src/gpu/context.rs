@@ -70,6 +70,43 @@ fn summary_of(info: &wgpu::AdapterInfo, max_storage_binding_size: u64) -> Adapte
     }
 }
 
+/// The adapter named by [`ADAPTER_ENV`], else the high-performance default; one that can
+/// present to `surface` when it is given.
+fn pick_adapter(
+    instance: &wgpu::Instance,
+    surface: Option<&wgpu::Surface<'_>>,
+) -> Result<wgpu::Adapter> {
+    let wanted = std::env::var(ADAPTER_ENV).unwrap_or_default();
+    if wanted.is_empty() {
+        pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            compatible_surface: surface,
+            ..Default::default()
+        }))
+        .map_err(|e| {
+            Error::Gpu(format!(
+                "no adapter found ({e}); without a GPU, install Mesa's software Vulkan \
+                 driver (Debian: mesa-vulkan-drivers)"
+            ))
+        })
+    } else {
+        let all = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        let names: Vec<String> = all.iter().map(|a| a.get_info().name).collect();
+        let needle = wanted.to_lowercase();
+        all.into_iter()
+            .find(|a| {
+                a.get_info().name.to_lowercase().contains(&needle)
+                    && surface.is_none_or(|s| a.is_surface_supported(s))
+            })
+            .ok_or_else(|| {
+                Error::Gpu(format!(
+                    "no adapter matches {ADAPTER_ENV}={wanted}; found: [{}]",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
 /// Every adapter wgpu finds, on every backend compiled in.
 pub fn adapters() -> Vec<AdapterSummary> {
     pollster::block_on(instance().enumerate_adapters(wgpu::Backends::all()))
@@ -83,32 +120,25 @@ impl GpuContext {
     /// device whose storage-buffer limits are the adapter's. No adapter, or a device that
     /// cannot be opened, is an [`Error::Gpu`].
     pub fn new() -> Result<Self> {
+        Self::on(&pick_adapter(&instance(), None)?)
+    }
+
+    /// As [`GpuContext::new`], on an adapter that can present to a surface of `window`
+    /// (the window of `signorini view`): the context, the surface and what it supports.
+    pub fn with_surface(
+        window: impl Into<wgpu::SurfaceTarget<'static>>,
+    ) -> Result<(Self, wgpu::Surface<'static>, wgpu::SurfaceCapabilities)> {
         let instance = instance();
-        let wanted = std::env::var(ADAPTER_ENV).unwrap_or_default();
-        let adapter = if wanted.is_empty() {
-            pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-                power_preference: wgpu::PowerPreference::HighPerformance,
-                ..Default::default()
-            }))
-            .map_err(|e| {
-                Error::Gpu(format!(
-                    "no adapter found ({e}); without a GPU, install Mesa's software Vulkan \
-                     driver (Debian: mesa-vulkan-drivers)"
-                ))
-            })?
-        } else {
-            let all = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
-            let names: Vec<String> = all.iter().map(|a| a.get_info().name).collect();
-            let needle = wanted.to_lowercase();
-            all.into_iter()
-                .find(|a| a.get_info().name.to_lowercase().contains(&needle))
-                .ok_or_else(|| {
-                    Error::Gpu(format!(
-                        "no adapter matches {ADAPTER_ENV}={wanted}; found: [{}]",
-                        names.join(", ")
-                    ))
-                })?
-        };
+        let surface = instance
+            .create_surface(window)
+            .map_err(|e| Error::Gpu(format!("cannot make a surface of the window: {e}")))?;
+        let adapter = pick_adapter(&instance, Some(&surface))?;
+        let capabilities = surface.get_capabilities(&adapter);
+        Ok((Self::on(&adapter)?, surface, capabilities))
+    }
+
+    /// Opens a device on `adapter`.
+    fn on(adapter: &wgpu::Adapter) -> Result<Self> {
         let supported = adapter.limits();
         let limits = wgpu::Limits {
             max_storage_buffer_binding_size: supported.max_storage_buffer_binding_size,

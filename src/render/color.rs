@@ -135,7 +135,7 @@ impl ColorScale {
 }
 
 /// Viridis sampled at nine evenly spaced points (matplotlib's table), sRGB.
-const VIRIDIS: [[u8; 3]; 9] = [
+pub(crate) const VIRIDIS: [[u8; 3]; 9] = [
     [68, 1, 84],
     [71, 44, 122],
     [59, 81, 139],

@@ -22,10 +22,10 @@ pub use camera::{Bounds, Camera, CameraSpec, DEFAULT_FOV, Preset};
 pub use color::{ColorField, ColorScale, colormap};
 pub use geometry::scene_bounds;
 pub(crate) use overlay::register_font;
-pub use renderer::Renderer;
+pub use renderer::{Renderer, StateSpheres};
 
 use crate::error::{Error, Result};
-use crate::sim::{Pose, Shape, World};
+use crate::sim::{Joint, Pose, Shape, World};
 
 /// What one frame shows: the bodies (shape, pose and the value of the color field) and the
 /// joints' links as world-space segments.
@@ -42,29 +42,15 @@ pub struct SceneFrame {
 }
 
 impl SceneFrame {
-    /// The bodies of `world` colored by `field`; each joint is drawn as the polyline from
-    /// body A's center (or the ground anchor) through the anchors to body B's center.
+    /// The bodies of `world` colored by `field`, its joints drawn by [`joint_links`].
     pub fn from_world(world: &World, field: ColorField) -> SceneFrame {
         let poses: Vec<Pose> = world.bodies.iter().map(|b| b.pose).collect();
-        let mut links = Vec::new();
-        for j in &world.joints {
-            let b = &poses[j.body_b];
-            let (start, anchor_a) = match j.body_a {
-                Some(a) => (poses[a].position, poses[a].to_world(&j.anchor_a)),
-                None => (j.anchor_a, j.anchor_a),
-            };
-            let path = [start, anchor_a, b.to_world(&j.anchor_b), b.position];
-            links.extend(
-                path.windows(2)
-                    .filter(|w| w[0] != w[1])
-                    .map(|w| [w[0], w[1]]),
-            );
-        }
+        let ends: Vec<Link> = world.joints.iter().map(Link::of).collect();
         SceneFrame {
             shapes: world.bodies.iter().map(|b| b.shape).collect(),
+            links: joint_links(&ends, &poses),
             poses,
             values: field.values(world),
-            links,
         }
     }
 
@@ -81,6 +67,52 @@ impl SceneFrame {
         }
         Ok(())
     }
+}
+
+/// The ends of a joint as the renderer draws it: the two bodies and their anchors.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Link {
+    /// Body A; `None` is the ground.
+    pub body_a: Option<usize>,
+    /// Anchor on A, in A's frame (the world frame for the ground).
+    pub anchor_a: Vector3<f64>,
+    /// Body B.
+    pub body_b: usize,
+    /// Anchor on B, in B's frame.
+    pub anchor_b: Vector3<f64>,
+}
+
+impl Link {
+    /// The ends of `joint`.
+    pub fn of(joint: &Joint) -> Link {
+        Link {
+            body_a: joint.body_a,
+            anchor_a: joint.anchor_a,
+            body_b: joint.body_b,
+            anchor_b: joint.anchor_b,
+        }
+    }
+}
+
+/// The world-space segments of the joints `links` for the bodies at `poses`: each joint is
+/// the polyline from body A's center (or the ground anchor) through the anchors to body B's
+/// center, zero-length pieces left out.
+pub fn joint_links(links: &[Link], poses: &[Pose]) -> Vec<[Vector3<f64>; 2]> {
+    let mut out = Vec::new();
+    for j in links {
+        let b = &poses[j.body_b];
+        let (start, anchor_a) = match j.body_a {
+            Some(a) => (poses[a].position, poses[a].to_world(&j.anchor_a)),
+            None => (j.anchor_a, j.anchor_a),
+        };
+        let path = [start, anchor_a, b.to_world(&j.anchor_b), b.position];
+        out.extend(
+            path.windows(2)
+                .filter(|w| w[0] != w[1])
+                .map(|w| [w[0], w[1]]),
+        );
+    }
+    out
 }
 
 /// How a frame is drawn.

@@ -9,6 +9,7 @@ use nalgebra::Vector3;
 use wgpu::util::DeviceExt;
 
 use super::camera::Camera;
+use super::color::VIRIDIS;
 use super::geometry::{Geometry, MeshVertex, SphereInstance, scene_bounds};
 use super::{Image, SceneFrame, Style, overlay};
 use crate::error::{Error, Result};
@@ -17,6 +18,15 @@ use crate::gpu::GpuContext;
 /// WGSL shared by every stage: the view uniform and the shading.
 const COMMON: &str = include_str!("../../shaders/render/common.wgsl");
 const SPHERE_VERT: &str = include_str!("../../shaders/render/sphere.vert.wgsl");
+const SPHERE_STATE_VERT: &str = include_str!("../../shaders/render/sphere_state.vert.wgsl");
+/// The time step's structs (`GpuBody`), which the state's sphere stage reads.
+const STEP_COMMON: &str = include_str!("../../shaders/step/step_common.wgsl");
+
+/// The source of the vertex stage of the spheres drawn from the time step's state: the time
+/// step's declarations before it.
+fn sphere_state_vert() -> String {
+    format!("{STEP_COMMON}\n{SPHERE_STATE_VERT}")
+}
 const SPHERE_FRAG: &str = include_str!("../../shaders/render/sphere.frag.wgsl");
 const MESH_VERT: &str = include_str!("../../shaders/render/mesh.vert.wgsl");
 const MESH_FRAG: &str = include_str!("../../shaders/render/mesh.frag.wgsl");
@@ -29,6 +39,8 @@ const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
 pub(crate) const BACKGROUND: [u8; 3] = [246, 246, 248];
 /// Fraction of the light that is ambient.
 const AMBIENT: f32 = 0.3;
+/// Bytes of one body of the time step's state (`GpuBody`).
+const BODY_BYTES: u64 = size_of::<crate::gpu::step::GpuBody>() as u64;
 /// Smallest and largest image side, pixels.
 const MIN_SIDE: u32 = 16;
 
@@ -39,6 +51,27 @@ struct ViewUniform {
     view_proj: [f32; 16],
     eye: [f32; 4],
     light: [f32; 4],
+}
+
+/// The coloring of the spheres drawn from the time step's state (`Tint` in
+/// `shaders/render/sphere_state.vert.wgsl`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+struct TintUniform {
+    origin: [f32; 4],
+    scale: [f32; 4],
+    viridis: [[f32; 4]; 9],
+}
+
+/// The spheres of a GPU-resident time step, drawn from its state buffer on the renderer's
+/// device (no readback): `count` bodies laid out as `GpuBody` (`src/gpu/step/data.rs`), colored
+/// by speed on the style's color scale.
+#[derive(Debug, Clone, Copy)]
+pub struct StateSpheres<'a> {
+    /// The state buffer (a storage buffer of the renderer's device).
+    pub buffer: &'a wgpu::Buffer,
+    /// The number of spheres in it.
+    pub count: u32,
 }
 
 /// The render targets of one image size, and the buffer they are read back through.
@@ -57,6 +90,10 @@ struct Targets {
 pub struct Renderer {
     ctx: Arc<GpuContext>,
     sphere: wgpu::RenderPipeline,
+    /// Spheres from a time step's state buffer, and the layout of its bind group.
+    state_sphere: wgpu::RenderPipeline,
+    state_layout: wgpu::BindGroupLayout,
+    tint: wgpu::Buffer,
     opaque: wgpu::RenderPipeline,
     translucent: wgpu::RenderPipeline,
     uniform: wgpu::Buffer,
@@ -83,14 +120,14 @@ enum Blend {
     Alpha,
 }
 
-/// A render pipeline of the renderer: 4× MSAA sRGB color, 32-bit depth (less), one vertex
-/// buffer.
+/// A render pipeline of the renderer: 4× MSAA sRGB color, 32-bit depth (less), the vertex
+/// buffers `buffers`.
 fn render_pipeline(
     device: &wgpu::Device,
     layout: &wgpu::PipelineLayout,
     label: &str,
     (vert, frag): &(wgpu::ShaderModule, wgpu::ShaderModule),
-    buffer: wgpu::VertexBufferLayout<'_>,
+    buffers: &[Option<wgpu::VertexBufferLayout<'_>>],
     blend: Blend,
 ) -> wgpu::RenderPipeline {
     device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
@@ -100,7 +137,7 @@ fn render_pipeline(
             module: vert,
             entry_point: Some("main"),
             compilation_options: Default::default(),
-            buffers: &[Some(buffer)],
+            buffers,
         },
         primitive: wgpu::PrimitiveState::default(),
         depth_stencil: Some(wgpu::DepthStencilState {
@@ -196,7 +233,14 @@ impl Renderer {
             )
         };
         let pipeline = |label, modules, buffer, blend| {
-            render_pipeline(device, &pipeline_layout, label, modules, buffer, blend)
+            render_pipeline(
+                device,
+                &pipeline_layout,
+                label,
+                modules,
+                &[Some(buffer)],
+                blend,
+            )
         };
         let sphere = pipeline("spheres", &sphere_modules, sphere_layout(), Blend::Coverage);
         let opaque = pipeline("opaque meshes", &mesh_modules, mesh_layout(), Blend::Opaque);
@@ -206,6 +250,44 @@ impl Renderer {
             mesh_layout(),
             Blend::Alpha,
         );
+        let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::VERTEX,
+            ty: wgpu::BindingType::Buffer {
+                ty,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let state_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("render state spheres"),
+            entries: &[
+                entry(0, wgpu::BufferBindingType::Storage { read_only: true }),
+                entry(1, wgpu::BufferBindingType::Uniform),
+            ],
+        });
+        let state_sphere = render_pipeline(
+            device,
+            &device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some("render state spheres"),
+                bind_group_layouts: &[Some(&layout), Some(&state_layout)],
+                immediate_size: 0,
+            }),
+            "state spheres",
+            &(
+                module("sphere_state.vert", &sphere_state_vert()),
+                module("sphere.frag", SPHERE_FRAG),
+            ),
+            &[],
+            Blend::Coverage,
+        );
+        let tint = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("render tint"),
+            size: size_of::<TintUniform>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
         let uniform = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("render view"),
             size: size_of::<ViewUniform>() as u64,
@@ -223,12 +305,20 @@ impl Renderer {
         Renderer {
             ctx,
             sphere,
+            state_sphere,
+            state_layout,
+            tint,
             opaque,
             translucent,
             uniform,
             bind_group,
             targets: None,
         }
+    }
+
+    /// The device it renders on.
+    pub fn context(&self) -> &Arc<GpuContext> {
+        &self.ctx
     }
 
     /// Makes the render targets for `width × height` unless they are made already.
@@ -281,6 +371,36 @@ impl Renderer {
     /// when `style.overlay` is set. An image side outside `[16, max texture side]` or a frame
     /// whose slices disagree in length is an error.
     pub fn render(&mut self, frame: &SceneFrame, style: &Style) -> Result<Image> {
+        self.draw(frame, style, None)
+    }
+
+    /// [`Renderer::render`] with the spheres of a GPU-resident time step drawn from its
+    /// state buffer besides `frame`'s bodies (its planes), colored by speed on
+    /// `style.scale`. A buffer of another device, or smaller than `count` bodies, is an
+    /// error.
+    pub fn render_state(
+        &mut self,
+        frame: &SceneFrame,
+        style: &Style,
+        spheres: StateSpheres<'_>,
+    ) -> Result<Image> {
+        let need = u64::from(spheres.count) * BODY_BYTES;
+        if spheres.buffer.size() < need {
+            return Err(Error::Gpu(format!(
+                "the state buffer holds {} bytes, not the {need} of {} spheres",
+                spheres.buffer.size(),
+                spheres.count
+            )));
+        }
+        self.draw(frame, style, Some(spheres))
+    }
+
+    fn draw(
+        &mut self,
+        frame: &SceneFrame,
+        style: &Style,
+        state: Option<StateSpheres<'_>>,
+    ) -> Result<Image> {
         frame.check()?;
         let max = self.ctx.device.limits().max_texture_dimension_2d;
         for (name, side) in [("frame width", style.width), ("frame height", style.height)] {
@@ -330,6 +450,40 @@ impl Renderer {
             })
         };
         let spheres = buffer("spheres", bytemuck::cast_slice(&geometry.spheres));
+        let state_group = state.filter(|s| s.count > 0).map(|s| {
+            let scale = &style.scale;
+            let tint = TintUniform {
+                origin: [origin.x as f32, origin.y as f32, origin.z as f32, 0.0],
+                scale: [
+                    scale.lo as f32,
+                    (1.0 / (scale.hi - scale.lo)) as f32,
+                    0.0,
+                    0.0,
+                ],
+                viridis: VIRIDIS.map(|[r, g, b]| [f32::from(r), f32::from(g), f32::from(b), 0.0]),
+            };
+            self.ctx
+                .queue
+                .write_buffer(&self.tint, 0, bytemuck::bytes_of(&tint));
+            let group = self
+                .ctx
+                .device
+                .create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("render state spheres"),
+                    layout: &self.state_layout,
+                    entries: &[
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: s.buffer.as_entire_binding(),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: self.tint.as_entire_binding(),
+                        },
+                    ],
+                });
+            (group, s.count)
+        });
         let opaque = buffer("opaque meshes", bytemuck::cast_slice(&geometry.opaque));
         let translucent = buffer(
             "translucent meshes",
@@ -369,6 +523,11 @@ impl Renderer {
                 pass.set_pipeline(&self.sphere);
                 pass.set_vertex_buffer(0, b.slice(..));
                 pass.draw(0..6, 0..geometry.spheres.len() as u32);
+            }
+            if let Some((group, count)) = &state_group {
+                pass.set_pipeline(&self.state_sphere);
+                pass.set_bind_group(1, group, &[]);
+                pass.draw(0..6, 0..*count);
             }
             for (pipeline, b, count) in [
                 (&self.opaque, &opaque, geometry.opaque.len()),
@@ -458,6 +617,7 @@ mod tests {
     fn shaders_validate_and_the_uniform_matches() {
         for (name, stage) in [
             ("sphere.vert", SPHERE_VERT),
+            ("sphere_state.vert", &sphere_state_vert()),
             ("sphere.frag", SPHERE_FRAG),
             ("mesh.vert", MESH_VERT),
             ("mesh.frag", MESH_FRAG),
@@ -470,16 +630,24 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&source)));
             let mut layouter = naga::proc::Layouter::default();
             layouter.update(module.to_ctx()).unwrap();
-            let (view, _) = module
-                .types
-                .iter()
-                .find(|(_, t)| t.name.as_deref() == Some("View"))
-                .expect("the View struct");
-            assert_eq!(
-                layouter[view].size as usize,
-                size_of::<ViewUniform>(),
-                "{name}"
-            );
+            let twins = [
+                ("View", size_of::<ViewUniform>()),
+                ("Tint", size_of::<TintUniform>()),
+                ("GpuBody", BODY_BYTES as usize),
+            ];
+            let named = |n: &str| {
+                module
+                    .types
+                    .iter()
+                    .any(|(_, t)| t.name.as_deref() == Some(n))
+            };
+            assert!(named("View"), "{name}");
+            for (ty, _) in module.types.iter() {
+                let name_of = module.types[ty].name.as_deref();
+                if let Some((_, size)) = twins.iter().find(|(n, _)| Some(*n) == name_of) {
+                    assert_eq!(layouter[ty].size as usize, *size, "{name}: {name_of:?}");
+                }
+            }
         }
     }
 }

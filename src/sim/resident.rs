@@ -163,6 +163,13 @@ pub struct Resident<E: Executor = DeviceExec> {
 }
 
 impl Resident<DeviceExec> {
+    /// The spheres' state on the device (`GpuBody`, the scene order of the spheres) and
+    /// their number: the renderer draws it without reading it back.
+    pub fn state(&self) -> (&wgpu::Buffer, u32) {
+        let p = self.pipeline.as_ref().expect("a pipeline between calls");
+        (p.executor().buffer(p.bodies_buf()), p.params().n_bodies)
+    }
+
     /// `world` on the device of `ctx`, with the world's `max_iter` projected Jacobi
     /// iterations per step: refused (the reason in an [`Error::Gpu`]) when the scene does not qualify
     /// ([`unqualified`]) or does not fit the device, naming the limit and the largest
@@ -377,13 +384,19 @@ impl<E: Executor> Resident<E> {
             b.velocity = v(g.vel);
             b.angular_velocity = v(g.omega);
         }
+        self.sync_clock(world);
+        Ok(())
+    }
+
+    /// Brings `world`'s time, step count and planes up to date with the steps read back so
+    /// far, without reading the spheres (what a frame drawn from [`Resident::state`] needs).
+    pub fn sync_clock(&self, world: &mut World) {
         world.time = self.time_after(self.done);
         world.steps = self.start.1 + self.done;
         let t = world.time;
         for (k, _) in &self.planes {
             world.bodies[*k].prescribe(t, self.dt);
         }
-        Ok(())
     }
 
     /// The scene's `(body_a, body_b)` of a GPU contact, as [`World`] keys it: the plane

@@ -13,9 +13,10 @@ use super::{temp_path, write_via_temp};
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::render::{
-    CameraSpec, ColorField, ColorScale, Image, Renderer, SceneFrame, Style, caption, scene_bounds,
+    CameraSpec, ColorField, ColorScale, Image, Renderer, SceneFrame, StateSpheres, Style, caption,
+    scene_bounds,
 };
-use crate::sim::World;
+use crate::sim::{Shape, World};
 
 /// Writes `image` to `path` as an RGB PNG (the frame is opaque: no alpha channel).
 pub fn write_frame_png(path: &Path, image: &Image) -> Result<()> {
@@ -345,6 +346,17 @@ impl RunFrames {
         })
     }
 
+    /// The device the frames are rendered on (a GPU-resident step shares it, so that its
+    /// state can be drawn without a readback).
+    pub fn context(&self) -> Arc<GpuContext> {
+        self.renderer.context().clone()
+    }
+
+    /// Whether the bodies are colored by speed: what [`RunFrames::write_state`] draws.
+    pub fn colors_by_speed(&self) -> bool {
+        self.color_by == ColorField::Speed
+    }
+
     /// Renders `world` as `path` (a PNG) and appends it to the animation.
     pub fn write(&mut self, world: &World, path: &Path) -> Result<()> {
         let frame = SceneFrame::from_world(world, self.color_by);
@@ -352,9 +364,39 @@ impl RunFrames {
         self.style.scale = self.style.scale.union(&now);
         self.style.caption = Some(caption(&self.scene, world.steps, world.time, &self.solver));
         let image = self.renderer.render(&frame, &self.style)?;
-        write_frame_png(path, &image)?;
+        self.keep(&image, path)
+    }
+
+    /// Renders the spheres of a GPU-resident step from its state on the device (`spheres`,
+    /// on [`RunFrames::context`]'s device) with `world`'s other bodies (its spheres, not
+    /// read back, are left out) as `path`, and appends it to the animation. Colored by
+    /// speed on the scale as it stands (the speeds are not read back to widen it).
+    pub fn write_state(
+        &mut self,
+        world: &World,
+        spheres: StateSpheres<'_>,
+        path: &Path,
+    ) -> Result<()> {
+        let all = SceneFrame::from_world(world, ColorField::Speed);
+        let others: Vec<usize> = (0..all.shapes.len())
+            .filter(|&i| !matches!(all.shapes[i], Shape::Sphere { .. }))
+            .collect();
+        let frame = SceneFrame {
+            shapes: others.iter().map(|&i| all.shapes[i]).collect(),
+            poses: others.iter().map(|&i| all.poses[i]).collect(),
+            values: others.iter().map(|&i| all.values[i]).collect(),
+            links: all.links,
+        };
+        self.style.caption = Some(caption(&self.scene, world.steps, world.time, &self.solver));
+        let image = self.renderer.render_state(&frame, &self.style, spheres)?;
+        self.keep(&image, path)
+    }
+
+    /// Writes `image` as `path` (a PNG) and appends it to the animation.
+    fn keep(&mut self, image: &Image, path: &Path) -> Result<()> {
+        write_frame_png(path, image)?;
         if let Some(animation) = &mut self.animation {
-            animation.push(&image)?;
+            animation.push(image)?;
         }
         Ok(())
     }

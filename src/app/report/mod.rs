@@ -7,6 +7,7 @@
 //! - [`frame`]: rendered frames ([`crate::render`]) as PNG files and animations (GIF, APNG, MP4).
 //! - [`vtk`]: one legacy VTK file per frame and the `.pvd` collection that lists them.
 //! - [`steps_csv`]: the per-step statistics, streamed to `steps.csv`.
+//! - [`trajectory`]: the streamed trajectory file of a run (poses per snapshot), and its reader.
 //! - [`tables`]: the text the command line prints (solve and check tables, the summary of
 //!   a simulation, the GPU adapters).
 //!
@@ -18,6 +19,7 @@ pub mod convergence;
 pub mod frame;
 pub mod steps_csv;
 pub mod tables;
+pub mod trajectory;
 pub mod vtk;
 
 use std::fs::File;

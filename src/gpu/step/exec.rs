@@ -100,6 +100,11 @@ impl DeviceExec {
     pub fn limit(&self) -> u64 {
         self.ctx.device.limits().max_storage_buffer_binding_size
     }
+
+    /// The device buffer of `buf` (the renderer draws the sphere state from it).
+    pub fn buffer(&self, buf: Buf) -> &wgpu::Buffer {
+        &self.buffers[buf.0]
+    }
 }
 
 /// The operations of a schedule prepared for the device.

@@ -243,6 +243,11 @@ impl<E: Executor> StepPipeline<E> {
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
 
+    /// The buffer of the sphere state ([`GpuBody`], in scene order).
+    pub fn bodies_buf(&self) -> super::schedule::Buf {
+        self.schedule.named.bodies
+    }
+
     /// The sphere state after what was run (one readback).
     pub fn read_bodies(&mut self) -> Result<Vec<GpuBody>> {
         let (buf, n) = (self.schedule.named.bodies, self.params.n_bodies as usize);
