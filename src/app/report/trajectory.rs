@@ -13,7 +13,7 @@
 //! | 4 | joints `m`, `u32` |
 //! | 2 + … | scene name: length `u16`, UTF-8 |
 //! | 2 + … | solver name: length `u16`, UTF-8 |
-//! | 13 `n` | per body: shape `u8` (0 sphere, 1 box, 2 plane), three `f32` (radius, 0, 0; the half extents; 0, 0, 0) |
+//! | 13 `n` | per body: shape `u8` (0 sphere, 1 box, 2 plane, 3 cylinder), three `f32` (radius, 0, 0; the half extents; 0, 0, 0; radius, half length, 0) |
 //! | 32 `m` | per joint: body A `u32` (`u32::MAX` for the ground), body B `u32`, anchor on A and anchor on B (three `f32` each, in the body's frame; the world frame for the ground) |
 //!
 //! Each frame is `16 + 34 n` bytes: the step `u64` and the time `f64` (s), then per body its
@@ -140,6 +140,10 @@ impl Header {
                 Shape::Sphere { radius } => (0u8, [radius, 0.0, 0.0]),
                 Shape::Box { half_extents } => (1, half_extents),
                 Shape::Plane => (2, [0.0; 3]),
+                Shape::Cylinder {
+                    radius,
+                    half_length,
+                } => (3, [radius, half_length, 0.0]),
             };
             out.push(tag);
             put_f32s(&mut out, &v);
@@ -369,9 +373,14 @@ impl TrajectoryReader {
                     half_extents: [v[0], v[1], v[2]],
                 },
                 2 => Shape::Plane,
+                3 => Shape::Cylinder {
+                    radius: v[0],
+                    half_length: v[1],
+                },
                 tag => {
                     return Err(c.malformed(format!(
-                        "body {i} (at byte {}): shape tag {tag}, not 0 (sphere), 1 (box) or 2 (plane)",
+                        "body {i} (at byte {}): shape tag {tag}, not 0 (sphere), 1 (box), 2 (plane) \
+                         or 3 (cylinder)",
                         at + i as u64 * SHAPE_BYTES
                     )));
                 }
@@ -380,6 +389,7 @@ impl TrajectoryReader {
                 Shape::Sphere { .. } => &v[..1],
                 Shape::Box { .. } => &v[..],
                 Shape::Plane => &[],
+                Shape::Cylinder { .. } => &v[..2],
             };
             if !sizes.iter().all(|x| *x > 0.0 && x.is_finite()) {
                 return Err(c.malformed(format!(
