@@ -291,7 +291,9 @@ impl World {
         );
         if !sp.problem.compliance.is_empty() {
             let c = self.settings.contact_compliance;
-            sp.problem.compliance.extend(std::iter::repeat_n(c, g.node_rows));
+            sp.problem
+                .compliance
+                .extend(std::iter::repeat_n(c, g.node_rows));
         }
         sp.problem.cones = g.cones;
         sp.problem.operator = Operator::Global(g.global);
@@ -431,6 +433,12 @@ impl World {
             .map(|(&(a, b, _), &g)| ((a, b), g))
     }
 
+    /// The impulses of the last step's contacts of solids' nodes with rigid bodies (normal
+    /// then tangential components, N·s), each with its (solid, node, body).
+    pub fn node_contact_impulses(&self) -> impl Iterator<Item = (NodeKey, [f64; 3])> + '_ {
+        self.warm_nodes.iter().map(|(&k, &g)| (k, g))
+    }
+
     /// The contacts of the last collision detection (that of the last step, or of
     /// [`World::problem`] when it was called since), each with the impulse the last step's
     /// solve gave it (normal then tangential components, N·s; zero for a contact the step's
@@ -500,7 +508,11 @@ impl World {
             iterations: report.iterations,
             residual: report.residual.velocity,
             max_penetration,
-            kinetic_energy: self.bodies.iter().map(RigidBody::kinetic_energy).sum::<f64>()
+            kinetic_energy: self
+                .bodies
+                .iter()
+                .map(RigidBody::kinetic_energy)
+                .sum::<f64>()
                 + self.solids.iter().map(Solid::kinetic_energy).sum::<f64>(),
             collision_s,
             assembly_s,

@@ -45,12 +45,7 @@ impl NodeContact {
 /// The contacts within `envelope` of every surface node of `solids` with every body of
 /// `bodies` (pairs where neither side moves are left out), in the order of (solid, body,
 /// node), written to `out` (cleared first).
-pub fn detect(
-    solids: &[Solid],
-    bodies: &[RigidBody],
-    envelope: f64,
-    out: &mut Vec<NodeContact>,
-) {
+pub fn detect(solids: &[Solid], bodies: &[RigidBody], envelope: f64, out: &mut Vec<NodeContact>) {
     out.clear();
     for (s, solid) in solids.iter().enumerate() {
         for (b, body) in bodies.iter().enumerate() {
@@ -164,7 +159,14 @@ pub fn global(p: &Parts, h: f64, gravity: &V3, v_rec: f64) -> GlobalStep {
     let mut hm = Triplets::new();
     let mut f = vec![0.0; ndof];
     for (i, body) in f_rigid.bodies.iter().enumerate() {
-        let mass = [body.mass, body.mass, body.mass, body.inertia[0], body.inertia[1], body.inertia[2]];
+        let mass = [
+            body.mass,
+            body.mass,
+            body.mass,
+            body.inertia[0],
+            body.inertia[1],
+            body.inertia[2],
+        ];
         for c in 0..6 {
             hm.push((6 * i + c, 6 * i + c, mass[c]));
             f[6 * i + c] = mass[c] * body.v_free[c];

@@ -186,7 +186,10 @@ mod tests {
         // and the forces are those of K u (the rotated displacement is the displacement).
         let (rest, tet) = unit_tet();
         let eps = 1e-3;
-        let x: Vec<V3> = rest.iter().map(|p| V3::new(p.x * (1.0 + eps), p.y, p.z)).collect();
+        let x: Vec<V3> = rest
+            .iter()
+            .map(|p| V3::new(p.x * (1.0 + eps), p.y, p.z))
+            .collect();
         let r = tet.rotation(&x);
         assert!((r - M3::identity()).norm() < 1e-12);
         let u = tet.displacements(&r, &x, &rest);

@@ -27,7 +27,11 @@ impl TetMesh {
         for k in 0..=cz {
             for j in 0..=cy {
                 for i in 0..=cx {
-                    let t = [i as f64 / cx as f64, j as f64 / cy as f64, k as f64 / cz as f64];
+                    let t = [
+                        i as f64 / cx as f64,
+                        j as f64 / cy as f64,
+                        k as f64 / cz as f64,
+                    ];
                     nodes.push(std::array::from_fn(|d| min[d] + t[d] * (max[d] - min[d])));
                 }
             }
@@ -45,7 +49,8 @@ impl TetMesh {
         for k in 0..cz {
             for j in 0..cy {
                 for i in 0..cx {
-                    let corner = |bits: usize| index(i + (bits & 1), j + (bits >> 1 & 1), k + (bits >> 2));
+                    let corner =
+                        |bits: usize| index(i + (bits & 1), j + (bits >> 1 & 1), k + (bits >> 2));
                     for [a, b, _] in ORDERS {
                         let first = 1 << a;
                         let second = first | 1 << b;
@@ -119,14 +124,15 @@ impl TetMesh {
                 "$Elements" => {
                     let [blocks, _] = lines.numbers::<2>("numEntityBlocks numElements")?;
                     for _ in 0..blocks {
-                        let [_, _, kind, n] =
-                            lines.numbers::<4>("entityDim entityTag elementType numElementsInBlock")?;
+                        let [_, _, kind, n] = lines
+                            .numbers::<4>("entityDim entityTag elementType numElementsInBlock")?;
                         for _ in 0..n {
                             if kind != 4 {
                                 lines.next_line();
                                 continue;
                             }
-                            let [_, a, b, c, d] = lines.numbers::<5>("elementTag and 4 node tags")?;
+                            let [_, a, b, c, d] =
+                                lines.numbers::<5>("elementTag and 4 node tags")?;
                             let node = |t: usize| {
                                 tags.get(&t).copied().ok_or_else(|| {
                                     lines.error(format!("node tag {t} is not in $Nodes"))
@@ -274,7 +280,10 @@ $EndElements\n";
         assert_eq!(m.tets, vec![[0, 1, 2, 3]]);
         let bad = MSH.replace("2 1 2 3 4", "2 1 2 3 9");
         let err = TetMesh::parse_gmsh(&bad, "t.msh").unwrap_err().to_string();
-        assert!(err.contains("t.msh") && err.contains("line 17") && err.contains("9"), "{err}");
+        assert!(
+            err.contains("t.msh") && err.contains("line 17") && err.contains("9"),
+            "{err}"
+        );
         let bad = MSH.replace("0 1 0\n", "0 x 0\n");
         let err = TetMesh::parse_gmsh(&bad, "t.msh").unwrap_err().to_string();
         assert!(err.contains("line 12") && err.contains("`x`"), "{err}");

@@ -7,8 +7,8 @@ use nalgebra::{UnitQuaternion, Vector3};
 
 use super::SpecError;
 use super::spec::{
-    BodySpec, ChainSpec, ContainerSpec, LatticeSpec, MaterialSpec, MotionSpec, NetSpec,
-    NodeRegion, SceneFile, StackSpec, WallSpec,
+    BodySpec, ChainSpec, ContainerSpec, LatticeSpec, MaterialSpec, MotionSpec, NetSpec, NodeRegion,
+    SceneFile, StackSpec, WallSpec,
 };
 use crate::sim::body::{Motion, Oscillation, RigidBody, mass_properties};
 use crate::sim::fe::{Material, Solid, TetMesh};
