@@ -19,12 +19,15 @@ fn fe_scene(settings: &str, fe_box: &str, extra: &str) -> scene::Scene {
     scene::parse(&text, "fe.toml", "fe", &[]).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Mean of `f` over the nodes whose rest x is `x`.
-fn mean_at_x(solid: &Solid, x: f64, f: impl Fn(usize) -> f64) -> f64 {
+/// Mean z displacement of the nodes whose rest positions `select` picks.
+fn mean_dz(solid: &Solid, select: impl Fn(&V3) -> bool) -> f64 {
     let at: Vec<usize> = (0..solid.rest.len())
-        .filter(|&i| (solid.rest[i].x - x).abs() < 1e-9)
+        .filter(|&i| select(&solid.rest[i]))
         .collect();
-    at.iter().map(|&i| f(i)).sum::<f64>() / at.len() as f64
+    at.iter()
+        .map(|&i| solid.positions[i].z - solid.rest[i].z)
+        .sum::<f64>()
+        / at.len() as f64
 }
 
 /// A cantilever (1 m, square section 0.1 m, E = 1 GPa, ν = 0, clamped at x = 0) under
@@ -48,7 +51,7 @@ fn cantilever_tip(cells: [usize; 3]) -> (f64, f64) {
         s.world.step(&mut solver).unwrap();
     }
     let solid = &s.world.solids[0];
-    let tip = -mean_at_x(solid, 1.0, |i| solid.positions[i].z - solid.rest[i].z);
+    let tip = -mean_dz(solid, |p| (p.x - 1.0).abs() < 1e-9);
     let theory = 1.5 * 1000.0 * 9.81 / (1e9 * 0.1 * 0.1);
     (tip, theory)
 }
@@ -142,9 +145,7 @@ fn implicit_step_dissipates_energy_at_the_implicit_euler_rate() {
     let mut energy = Vec::new();
     for _ in 0..700 {
         let solid = &s.world.solids[0];
-        tip.push(mean_at_x(solid, 1.0, |i| {
-            solid.positions[i].z - solid.rest[i].z
-        }));
+        tip.push(mean_dz(solid, |p| (p.x - 1.0).abs() < 1e-9));
         energy.push(solid.kinetic_energy() + solid.elastic_energy());
         s.world.step(&mut solver).unwrap();
     }
@@ -203,7 +204,7 @@ fn cube_rests_on(support: &str) -> f64 {
         .map(|v| v.norm())
         .fold(0.0, f64::max);
     assert!(vmax < 1e-3, "{support}: still moving at {vmax} m/s");
-    let normal: f64 = s.world.node_contact_impulses().map(|(_, g)| g[0]).sum();
+    let normal: f64 = s.world.node_contacts().map(|(_, g)| g[0]).sum();
     let weight = 1.0 * 9.81 * s.world.settings.dt;
     assert!(
         (normal / weight - 1.0).abs() < 0.01,
@@ -278,4 +279,42 @@ fn gmsh_mesh_loads_through_a_scene_and_errors_name_file_and_line() {
         "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The pusher's force on the beam (N, downwards) from the last step's node contacts with
+/// body `pusher`.
+fn pusher_force(world: &signorini::sim::World, pusher: usize) -> f64 {
+    let impulse: V3 = world
+        .node_contacts()
+        .filter(|(n, _)| n.contact.body_a == pusher)
+        .map(|(n, g)| {
+            let (t1, t2) = signorini::sim::joint::tangent_frame(&n.contact.normal);
+            g[0] * n.contact.normal + g[1] * t1 + g[2] * t2
+        })
+        .sum();
+    -impulse.z / world.settings.dt
+}
+
+/// Three-point bending at a quasi-static pusher speed: the slope of the pusher's force
+/// against the mid-span deflection, against `48 E I / L³`.
+#[test]
+#[ignore = "minutes in the debug build: run with --ignored"]
+fn three_point_bending_slope() {
+    let path = std::env::var("TPB").unwrap();
+    let s = scene::load(std::path::Path::new(&path), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let mut world = s.world;
+    let pusher = 2;
+    let mut solver = runner("ip");
+    let mut rows = Vec::new();
+    for _ in 0..s.run.steps {
+        let stats = world.step(&mut solver).unwrap();
+        let solid = &world.solids[0];
+        let mid = mean_dz(solid, |p| p.x.abs() < 1e-9 && p.z < 0.03);
+        let f = pusher_force(&world, pusher);
+        println!(
+            "{} it {} res {:.1e} contacts {} deflection {:.5} force {:.3}",
+            stats.step, stats.iterations, stats.residual, stats.contacts, -mid, f
+        );
+        rows.push((-mid, f));
+    }
 }

@@ -433,10 +433,17 @@ impl World {
             .map(|(&(a, b, _), &g)| ((a, b), g))
     }
 
-    /// The impulses of the last step's contacts of solids' nodes with rigid bodies (normal
-    /// then tangential components, N·s), each with its (solid, node, body).
-    pub fn node_contact_impulses(&self) -> impl Iterator<Item = (NodeKey, [f64; 3])> + '_ {
-        self.warm_nodes.iter().map(|(&k, &g)| (k, g))
+    /// The contacts of solids' nodes with rigid bodies found by the last collision detection,
+    /// each with the impulse the last step's solve gave it (normal then tangential
+    /// components along the normal and [`crate::sim::joint::tangent_frame`], N·s; zero when the step's problem
+    /// did not have it).
+    pub fn node_contacts(&self) -> impl Iterator<Item = (&NodeContact, [f64; 3])> + '_ {
+        self.node_contacts.iter().map(|n| {
+            (
+                n,
+                self.warm_nodes.get(&n.key()).copied().unwrap_or_default(),
+            )
+        })
     }
 
     /// The contacts of the last collision detection (that of the last step, or of
