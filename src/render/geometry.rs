@@ -64,15 +64,7 @@ pub fn scene_bounds(frame: &SceneFrame) -> Bounds {
         .iter()
         .zip(&frame.poses)
         .filter_map(|(shape, pose)| {
-            let half = match *shape {
-                Shape::Sphere { radius } => Vector3::repeat(radius),
-                // The box's extent along each world axis: |R| h.
-                Shape::Box { half_extents } => {
-                    pose.orientation.to_rotation_matrix().matrix().abs()
-                        * Vector3::from(half_extents)
-                }
-                Shape::Plane => return None,
-            };
+            let half = shape.world_half_extents(&pose.orientation)?;
             Some((pose.position - half, pose.position + half))
         })
         .reduce(|(lo, hi), (l, h)| (lo.inf(&l), hi.sup(&h)));
@@ -149,6 +141,13 @@ impl Geometry {
                     let axes = r * Matrix3::from_diagonal(&Vector3::from(half_extents));
                     push_box(&mut g.opaque, &center, &axes, color);
                 }
+                Shape::Cylinder {
+                    radius,
+                    half_length,
+                } => {
+                    let r = pose.orientation.to_rotation_matrix().into_inner();
+                    push_cylinder(&mut g.opaque, &center, &r, radius, half_length, color);
+                }
                 Shape::Plane => planes.push(i),
             }
         }
@@ -206,6 +205,57 @@ fn push_box(out: &mut Vec<MeshVertex>, c: &Vector3<f64>, axes: &Matrix3<f64>, co
                 corner(-1.0, 1.0),
             ];
             out.extend([quad[0], quad[1], quad[2], quad[0], quad[2], quad[3]]);
+        }
+    }
+}
+
+/// Sides of the polygon that stands for a cylinder's circle in its mesh.
+const CYLINDER_SEGMENTS: usize = 32;
+
+/// The triangles of a cylinder with center `c`, rotation `r` (its axis is the third
+/// column), radius `radius` and half length `half`: the side with smooth normals, and the
+/// two caps as fans.
+fn push_cylinder(
+    out: &mut Vec<MeshVertex>,
+    c: &Vector3<f64>,
+    r: &Matrix3<f64>,
+    radius: f64,
+    half: f64,
+    color: [f32; 4],
+) {
+    let (x, y, a) = (
+        r.column(0).into_owned(),
+        r.column(1).into_owned(),
+        r.column(2).into_owned(),
+    );
+    let radial = |k: usize| {
+        let t = std::f64::consts::TAU * k as f64 / CYLINDER_SEGMENTS as f64;
+        x * t.cos() + y * t.sin()
+    };
+    let vertex = |p: Vector3<f64>, n: &Vector3<f64>| MeshVertex {
+        position: f32x3(&p),
+        normal: f32x3(n),
+        color,
+    };
+    for k in 0..CYLINDER_SEGMENTS {
+        let (u, w) = (radial(k), radial(k + 1));
+        let at = |e: &Vector3<f64>, s: f64| c + e * radius + a * (s * half);
+        let (p0, p1, p2, p3) = (at(&u, -1.0), at(&w, -1.0), at(&w, 1.0), at(&u, 1.0));
+        out.extend([
+            vertex(p0, &u),
+            vertex(p1, &w),
+            vertex(p2, &w),
+            vertex(p0, &u),
+            vertex(p2, &w),
+            vertex(p3, &u),
+        ]);
+        for s in [-1.0, 1.0] {
+            let n = a * s;
+            out.extend([
+                vertex(c + n * half, &n),
+                vertex(at(&u, s), &n),
+                vertex(at(&w, s), &n),
+            ]);
         }
     }
 }
@@ -377,5 +427,46 @@ mod tests {
         let zs: Vec<f32> = g.opaque[36..].iter().map(|v| v.position[2]).collect();
         assert_eq!(zs.iter().copied().fold(f32::INFINITY, f32::min), 0.0);
         assert_eq!(zs.iter().copied().fold(f32::NEG_INFINITY, f32::max), 4.0);
+    }
+
+    #[test]
+    fn a_cylinder_mesh_lies_on_its_surface() {
+        // Axis along world x (body z turned onto x), radius 0.5, half length 2.
+        let pose = Pose {
+            position: Vector3::new(0.0, 1.0, 0.0),
+            orientation: UnitQuaternion::rotation_between(&Vector3::z(), &Vector3::x())
+                .expect("not opposite"),
+        };
+        let frame = SceneFrame {
+            shapes: vec![Shape::Cylinder {
+                radius: 0.5,
+                half_length: 2.0,
+            }],
+            poses: vec![pose],
+            values: vec![0.0],
+            links: Vec::new(),
+        };
+        let bounds = scene_bounds(&frame);
+        // 5% of the largest extent (4) around x ∈ [−2, 2], y ∈ [0.5, 1.5], z ∈ [−0.5, 0.5].
+        for (got, want) in bounds.0.iter().zip([-2.2, 0.3, -0.7]) {
+            assert!((got - want).abs() < 1e-12, "{bounds:?}");
+        }
+        let g = Geometry::build(
+            &frame,
+            &Style::default(),
+            &bounds,
+            &Vector3::zeros(),
+            &Vector3::z(),
+        );
+        assert_eq!(g.opaque.len(), 12 * CYLINDER_SEGMENTS);
+        for v in &g.opaque {
+            let p = Vector3::from(v.position).cast::<f64>() - Vector3::new(0.0, 1.0, 0.0);
+            let rho = p.y.hypot(p.z);
+            // On the side (ρ = r, normal radial) or on a cap (|x| = h, normal ±x).
+            let n = Vector3::from(v.normal).cast::<f64>();
+            let on_side = (rho - 0.5).abs() < 1e-6 && n.x.abs() < 1e-6;
+            let on_cap = ((p.x.abs() - 2.0).abs() < 1e-6) && rho <= 0.5 + 1e-6 && n.x * p.x > 0.0;
+            assert!(on_side || on_cap, "{p:?} {n:?}");
+        }
     }
 }

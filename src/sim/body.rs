@@ -88,6 +88,15 @@ pub fn mass_properties(shape: &Shape, density: f64) -> Option<(f64, Vector3<f64>
                 ),
             ))
         }
+        // I_z = m r²/2 about the axis, I_x = I_y = m (3r² + L²)/12 with L = 2h.
+        Shape::Cylinder {
+            radius,
+            half_length,
+        } => {
+            let m = density * std::f64::consts::PI * radius * radius * 2.0 * half_length;
+            let across = m * (3.0 * radius * radius + 4.0 * half_length * half_length) / 12.0;
+            Some((m, Vector3::new(across, across, 0.5 * m * radius * radius)))
+        }
         Shape::Plane => None,
     }
 }
@@ -196,6 +205,19 @@ mod tests {
         assert_eq!(m, 96.0);
         // I_x = m (b² + c²)/12 with full extents b = 4, c = 6.
         assert!((j.x - 96.0 * (16.0 + 36.0) / 12.0).abs() < 1e-9);
+        let (m, j) = mass_properties(
+            &Shape::Cylinder {
+                radius: 0.5,
+                half_length: 1.0,
+            },
+            2.0,
+        )
+        .unwrap();
+        let want = 2.0 * std::f64::consts::PI * 0.25 * 2.0;
+        assert!((m - want).abs() < 1e-12);
+        // Solid cylinder of length 2: I_z = m r²/2, I_x = m (3r² + L²)/12.
+        assert!((j.z - m * 0.125).abs() < 1e-12);
+        assert!((j.x - m * (0.75 + 4.0) / 12.0).abs() < 1e-12 && j.x == j.y);
     }
 
     #[test]

@@ -59,6 +59,7 @@ fn shape_name(shape: &Shape) -> &'static str {
         Shape::Sphere { .. } => "sphere",
         Shape::Box { .. } => "box",
         Shape::Plane => "plane",
+        Shape::Cylinder { .. } => "cylinder",
     }
 }
 

@@ -45,4 +45,35 @@ pub enum Shape {
     /// the plane is the surface, `+z` points out of the solid. Only fixed or kinematic bodies
     /// carry planes.
     Plane,
+    /// A solid circular cylinder whose axis is the body `z` axis, centered on the body origin:
+    /// its caps are the discs at `z = ±half_length`.
+    Cylinder {
+        /// Radius (> 0).
+        radius: f64,
+        /// Half of the length along the body `z` axis (> 0).
+        half_length: f64,
+    },
+}
+
+impl Shape {
+    /// Half extents of the shape's world-frame axis-aligned bounding box at `orientation`
+    /// (centered on the body origin); `None` for a plane.
+    pub fn world_half_extents(&self, orientation: &UnitQuaternion<f64>) -> Option<Vector3<f64>> {
+        match *self {
+            Shape::Sphere { radius } => Some(Vector3::repeat(radius)),
+            // Extent of an oriented box along world axis i: Σ_j |R_ij| h_j.
+            Shape::Box { half_extents } => {
+                Some(orientation.to_rotation_matrix().matrix().abs() * Vector3::from(half_extents))
+            }
+            // The caps' discs of radius r about the axis a: r·√(1 − a_i²) + h·|a_i|.
+            Shape::Cylinder {
+                radius,
+                half_length,
+            } => {
+                let a = orientation * Vector3::z();
+                Some(a.map(|ai| radius * (1.0 - ai * ai).max(0.0).sqrt() + half_length * ai.abs()))
+            }
+            Shape::Plane => None,
+        }
+    }
 }

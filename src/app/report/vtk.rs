@@ -2,8 +2,9 @@
 //!
 //! A frame is an unstructured grid. Every sphere is one point with a `VTK_VERTEX` cell; draw
 //! the spheres with a Glyph filter (sphere glyph, scale by the point array `radius`, color by
-//! `speed`). Every box is a `VTK_HEXAHEDRON` cell on its 8 world-frame corners. Planes are
-//! infinite and are skipped. Arrays:
+//! `speed`). Every box is a `VTK_HEXAHEDRON` cell on its 8 world-frame corners, every
+//! cylinder a `VTK_HEXAGONAL_PRISM` (the inscribed prism: 12 points). Planes are infinite
+//! and are skipped. Arrays:
 //! - point data `radius` (sphere radius; 0 on box corners) and `speed` (the body's speed);
 //! - cell data `speed` (the body's speed) and `body` (the body's index in the scene).
 
@@ -14,12 +15,29 @@ use nalgebra::Vector3;
 
 use super::{SceneView, box_corners, write_text_via_temp};
 use crate::error::Result;
-use crate::sim::Shape;
+use crate::sim::{Pose, Shape};
 
 /// VTK cell type of a single point.
 const VTK_VERTEX: u8 = 1;
 /// VTK cell type of a hexahedron.
 const VTK_HEXAHEDRON: u8 = 12;
+/// VTK cell type of a hexagonal prism.
+const VTK_HEXAGONAL_PRISM: u8 = 16;
+
+/// The 12 world-frame points of the hexagonal prism inscribed in a cylinder (radius `r`,
+/// half length `h`, axis = body z): the hexagon of the cap `z = −h`, then that of `z = +h`,
+/// in the same order (VTK's point order of the cell).
+fn prism_corners(r: f64, h: f64, pose: &Pose) -> Vec<Vector3<f64>> {
+    [-h, h]
+        .into_iter()
+        .flat_map(|z| {
+            (0..6).map(move |k| {
+                let t = std::f64::consts::TAU * k as f64 / 6.0;
+                pose.to_world(&Vector3::new(r * t.cos(), r * t.sin(), z))
+            })
+        })
+        .collect()
+}
 
 /// One cell of the grid: the body it stands for and its points.
 struct Cell {
@@ -52,6 +70,18 @@ impl Grid {
                         body,
                         VTK_HEXAHEDRON,
                         &box_corners(half_extents, pose),
+                        0.0,
+                        speed,
+                    );
+                }
+                Shape::Cylinder {
+                    radius,
+                    half_length,
+                } => {
+                    grid.add(
+                        body,
+                        VTK_HEXAGONAL_PRISM,
+                        &prism_corners(*radius, *half_length, pose),
                         0.0,
                         speed,
                     );
@@ -296,6 +326,26 @@ mod tests {
         let c = box_corners(&[0.3, 0.2, 0.1], &pose);
         let n = (c[1] - c[0]).cross(&(c[3] - c[0]));
         assert!(n.dot(&(c[4] - c[0])) > 0.0);
+    }
+
+    #[test]
+    fn hexagonal_prism_lies_on_its_cylinder_with_positive_volume() {
+        let pose = Pose {
+            position: Vector3::new(1.0, -2.0, 0.5),
+            orientation: UnitQuaternion::from_euler_angles(1.0, 0.4, -2.0),
+        };
+        let c = prism_corners(0.3, 0.7, &pose);
+        assert_eq!(c.len(), 12);
+        let axis = pose.orientation * Vector3::z();
+        for (k, p) in c.iter().enumerate() {
+            let d = p - pose.position;
+            let z = d.dot(&axis);
+            assert!((z - if k < 6 { -0.7 } else { 0.7 }).abs() < 1e-12);
+            assert!(((d - axis * z).norm() - 0.3).abs() < 1e-12);
+        }
+        // The first hexagon turns counter-clockwise seen from the second.
+        let n = (c[1] - c[0]).cross(&(c[2] - c[0]));
+        assert!(n.dot(&(c[6] - c[0])) > 0.0);
     }
 
     #[test]

@@ -30,15 +30,9 @@ pub(crate) struct Aabb {
 impl Aabb {
     /// The AABB of a shape at a pose, inflated by `margin` on every side; `None` for planes.
     pub(crate) fn of(shape: &Shape, pose: &Pose, margin: f64) -> Option<Aabb> {
-        let half = match *shape {
-            Shape::Sphere { radius } => Vector3::repeat(radius),
-            // Extent of an oriented box along world axis i: Σ_j |R_ij| h_j.
-            Shape::Box { half_extents } => {
-                pose.orientation.to_rotation_matrix().matrix().abs() * Vector3::from(half_extents)
-            }
-            Shape::Plane => return None,
-        };
-        let half = half.add_scalar(margin);
+        let half = shape
+            .world_half_extents(&pose.orientation)?
+            .add_scalar(margin);
         Some(Aabb {
             min: pose.position - half,
             max: pose.position + half,

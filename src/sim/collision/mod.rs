@@ -1,7 +1,8 @@
 //! Collision detection (DESIGN §5): a broad phase on a hierarchical uniform grid (`broad`,
 //! counting sort into hashed cells, rayon) proposes candidate pairs, the narrow phase
 //! (`narrow`: sphere–sphere, sphere–plane, sphere–box, box–plane, box–box by separating axes
-//! with clipped face manifolds) turns each pair into contact points.
+//! with clipped face manifolds, and the cylinder's pairs in `narrow::cylinder`) turns each
+//! pair into contact points.
 //!
 //! Contacts are reported up to a gap of `envelope`, so that they enter the problem a step
 //! before the bodies touch.

@@ -4,7 +4,11 @@
 //! A to B; [`collide`] puts the pair in the order of [`Contact`] (plane first, otherwise the
 //! smaller index first) and flips the hits when a routine's natural order is the other one.
 
+mod cylinder;
+
 use nalgebra::{Matrix3, Vector3};
+
+use cylinder::Cyl;
 
 use super::Contact;
 use super::broad::Aabb;
@@ -93,6 +97,69 @@ fn hits(sa: &Shape, pa: &Pose, sb: &Shape, pb: &Pose, envelope: f64) -> Vec<Hit>
         (Shape::Box { half_extents: ha }, Shape::Box { half_extents: hb }) => {
             box_box(&Obb::new(pa, ha), &Obb::new(pb, hb), envelope)
         }
+        (
+            Shape::Plane,
+            Shape::Cylinder {
+                radius,
+                half_length,
+            },
+        ) => {
+            let (n, o) = plane_frame(pa);
+            cylinder::plane_cylinder(n, o, &Cyl::new(pb, radius, half_length), envelope)
+        }
+        (
+            Shape::Cylinder {
+                radius,
+                half_length,
+            },
+            Shape::Sphere { radius: rs },
+        ) => {
+            let cy = Cyl::new(pa, radius, half_length);
+            vec![cylinder::cylinder_sphere(&cy, pb.position, rs)]
+        }
+        (
+            Shape::Sphere { radius: rs },
+            Shape::Cylinder {
+                radius,
+                half_length,
+            },
+        ) => {
+            let cy = Cyl::new(pb, radius, half_length);
+            vec![cylinder::cylinder_sphere(&cy, pa.position, rs).flipped()]
+        }
+        (
+            Shape::Box { half_extents },
+            Shape::Cylinder {
+                radius,
+                half_length,
+            },
+        ) => {
+            let cy = Cyl::new(pb, radius, half_length);
+            cylinder::box_cylinder(&Obb::new(pa, half_extents), &cy, envelope)
+        }
+        (
+            Shape::Cylinder {
+                radius,
+                half_length,
+            },
+            Shape::Box { half_extents },
+        ) => {
+            let cy = Cyl::new(pa, radius, half_length);
+            cylinder::box_cylinder(&Obb::new(pb, half_extents), &cy, envelope)
+                .into_iter()
+                .map(Hit::flipped)
+                .collect()
+        }
+        (
+            Shape::Cylinder {
+                radius: ra,
+                half_length: ha,
+            },
+            Shape::Cylinder {
+                radius: rb,
+                half_length: hb,
+            },
+        ) => cylinder::cylinder_cylinder(&Cyl::new(pa, ra, ha), &Cyl::new(pb, rb, hb), envelope),
     }
 }
 

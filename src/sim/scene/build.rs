@@ -270,6 +270,10 @@ fn bounding_radius(shape: &Shape) -> f64 {
     match *shape {
         Shape::Sphere { radius } => radius,
         Shape::Box { half_extents } => Vector3::from(half_extents).norm(),
+        Shape::Cylinder {
+            radius,
+            half_length,
+        } => radius.hypot(half_length),
         Shape::Plane => 0.0,
     }
 }
@@ -279,6 +283,7 @@ fn half_height(shape: &Shape) -> f64 {
     match *shape {
         Shape::Sphere { radius } => radius,
         Shape::Box { half_extents } => half_extents[2],
+        Shape::Cylinder { half_length, .. } => half_length,
         Shape::Plane => 0.0,
     }
 }

@@ -93,6 +93,10 @@ fn sizes(shape: &Shape) -> (f64, f64) {
             2.0 * half_extents.iter().copied().fold(f64::INFINITY, f64::min),
             2.0 * half_extents.iter().copied().fold(0.0, f64::max),
         ),
+        Shape::Cylinder {
+            radius,
+            half_length,
+        } => (2.0 * radius.min(half_length), 2.0 * radius.max(half_length)),
         Shape::Plane => (f64::INFINITY, 0.0),
     }
 }

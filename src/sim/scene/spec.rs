@@ -465,6 +465,13 @@ fn shape(section: Option<(&'static str, usize)>, prefix: &str, s: &Shape) -> Res
         Shape::Box { half_extents } => half_extents
             .iter()
             .try_for_each(|&h| positive(section, format!("{prefix}.half_extents"), h)),
+        Shape::Cylinder {
+            radius,
+            half_length,
+        } => {
+            positive(section, format!("{prefix}.radius"), radius)?;
+            positive(section, format!("{prefix}.half_length"), half_length)
+        }
         Shape::Plane => Ok(()),
     }
 }
@@ -533,7 +540,7 @@ impl SceneFile {
                 return Err((
                     sec,
                     format!("lattice[{i}].shape"),
-                    "must be a sphere or a box".into(),
+                    "must be a sphere, a box or a cylinder".into(),
                 ));
             }
             positive(sec, format!("lattice[{i}].density"), l.density)?;
@@ -565,7 +572,7 @@ impl SceneFile {
                     return Err((
                         sec,
                         format!("stack[{i}].shape"),
-                        "must be a sphere or a box".into(),
+                        "must be a sphere, a box or a cylinder".into(),
                     ));
                 }
             }
