@@ -91,9 +91,11 @@ pub(crate) fn point_contact(
     if matches!((bound, inside), (Some(b), Some(p)) if !b.overlaps(&p)) {
         return None;
     }
+    // A point exactly on a cylinder's surface gets a normal of 0/0 from the narrow phase: it
+    // is left out (it is found at the next step, inside or outside).
     narrow::collide(0, 1, &[*shape, dot], &[*pose, at], envelope)
         .into_iter()
-        .next()
+        .find(|c| c.normal.iter().all(|v| v.is_finite()))
 }
 
 #[cfg(test)]
