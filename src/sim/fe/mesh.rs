@@ -281,12 +281,12 @@ $EndElements\n";
         let bad = MSH.replace("2 1 2 3 4", "2 1 2 3 9");
         let err = TetMesh::parse_gmsh(&bad, "t.msh").unwrap_err().to_string();
         assert!(
-            err.contains("t.msh") && err.contains("line 17") && err.contains("9"),
+            err.contains("t.msh") && err.contains("line 21") && err.contains("9"),
             "{err}"
         );
         let bad = MSH.replace("0 1 0\n", "0 x 0\n");
         let err = TetMesh::parse_gmsh(&bad, "t.msh").unwrap_err().to_string();
-        assert!(err.contains("line 12") && err.contains("`x`"), "{err}");
+        assert!(err.contains("line 13") && err.contains("`x`"), "{err}");
         let old = MSH.replace("4.1 0 8", "2.2 0 8");
         let err = TetMesh::parse_gmsh(&old, "t.msh").unwrap_err().to_string();
         assert!(err.contains("line 2") && err.contains("2.2"), "{err}");
