@@ -43,7 +43,8 @@ pub struct SceneFrame {
 
 impl SceneFrame {
     /// The bodies of `world` colored by `field`; each joint is drawn as the polyline from
-    /// body A's center (or the ground anchor) through the anchors to body B's center.
+    /// body A's center (or the ground anchor) through the anchors to body B's center, and
+    /// each solid of finite elements as the edges of its boundary triangles.
     pub fn from_world(world: &World, field: ColorField) -> SceneFrame {
         let poses: Vec<Pose> = world.bodies.iter().map(|b| b.pose).collect();
         let mut links = Vec::new();
@@ -59,6 +60,11 @@ impl SceneFrame {
                     .filter(|w| w[0] != w[1])
                     .map(|w| [w[0], w[1]]),
             );
+        }
+        // Solids of finite elements as the wireframe of their boundary triangles.
+        for solid in &world.solids {
+            let x = &solid.positions;
+            links.extend(solid.edges.iter().map(|&[a, b]| [x[a], x[b]]));
         }
         SceneFrame {
             shapes: world.bodies.iter().map(|b| b.shape).collect(),

@@ -34,6 +34,8 @@ pub struct Solid {
     pub faces: Vec<[usize; 3]>,
     /// Nodes on the boundary: the ones that take contacts.
     pub surface: Vec<usize>,
+    /// Edges of the boundary triangles, each once (`[a, b]` with `a < b`), for drawing.
+    pub edges: Vec<[usize; 2]>,
     /// Lumped mass of each node, kg.
     pub mass: Vec<f64>,
     /// The material.
@@ -85,6 +87,12 @@ impl Solid {
         let mut surface: Vec<usize> = faces.iter().flatten().copied().collect();
         surface.sort_unstable();
         surface.dedup();
+        let mut edges: Vec<[usize; 2]> = faces
+            .iter()
+            .flat_map(|f| (0..3).map(move |k| [f[k].min(f[(k + 1) % 3]), f[k].max(f[(k + 1) % 3])]))
+            .collect();
+        edges.sort_unstable();
+        edges.dedup();
         Ok(Solid {
             positions: rest.clone(),
             velocities: vec![V3::zeros(); n],
@@ -92,6 +100,7 @@ impl Solid {
             tets,
             faces,
             surface,
+            edges,
             mass,
             material,
             friction,
