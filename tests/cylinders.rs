@@ -384,3 +384,146 @@ fn the_resident_step_refuses_cylinders() {
     let why = signorini::sim::resident::unqualified(&s.world).expect("refused");
     assert!(why.contains("cylinder"), "{why}");
 }
+
+/// A cylinder (a pusher) on a prescribed joint to the ground rises at 0.2 m/s (its initial
+/// velocity) under gravity exactly as prescribed, and the impulse of its vertical row is
+/// `m g h` (the force `m g`); a motor (a prescribed angular velocity) turns a wheel at
+/// exactly its speed.
+#[test]
+fn prescribed_motion_is_followed_and_its_force_reported() {
+    let mut s = scene(
+        r#"
+        [settings]
+        dt = 0.01
+        tol = 1e-12
+        max_iter = 1000
+        [[body]]
+        name = "pusher"
+        shape = { type = "cylinder", radius = 0.025, half_length = 0.1 }
+        position = [0.0, 0.0, 1.0]
+        velocity = [0.0, 0.0, 0.2]
+        euler = [1.5707963267948966, 0.0, 0.0]
+        density = 2000.0
+        [[body]]
+        name = "wheel"
+        shape = { type = "cylinder", radius = 0.3, half_length = 0.05 }
+        position = [2.0, 0.0, 1.0]
+        [[joint]]
+        type = "prescribed"
+        a = "ground"
+        b = "pusher"
+        at = [0.0, 0.0, 1.0]
+        velocity = [0.0, 0.0, 0.2]
+        [[joint]]
+        type = "prescribed"
+        a = "ground"
+        b = "wheel"
+        at = [2.0, 0.0, 1.0]
+        angular_velocity = [0.0, 0.0, 3.0]
+        "#,
+    );
+    let (m, h, g) = (s.world.bodies[0].mass, 0.01, 9.81);
+    let start = s.world.bodies[0].pose;
+    let mut solver = signorini::solver::Runner::new(registry::solver("pgs").unwrap());
+    for k in 1..=100 {
+        s.world.step(&mut solver).unwrap();
+        let t = k as f64 * h;
+        let p = &s.world.bodies[0].pose;
+        let want = start.position + V3::new(0.0, 0.0, 0.2 * t);
+        assert!(
+            (p.position - want).norm() < 1e-9,
+            "step {k}: {:?}",
+            p.position
+        );
+        assert!(p.orientation.angle_to(&start.orientation) < 1e-9);
+        let gamma = s.world.joint_impulses(0);
+        assert!((gamma[2] - m * g * h).abs() < 1e-9 * m * g * h, "{gamma:?}");
+        assert!(
+            gamma
+                .iter()
+                .enumerate()
+                .all(|(r, x)| r == 2 || x.abs() < 1e-12)
+        );
+        let turned = s.world.bodies[1].pose.orientation.euler_angles().2;
+        let want = (3.0 * t + std::f64::consts::PI).rem_euclid(std::f64::consts::TAU);
+        assert!(
+            (turned + std::f64::consts::PI - want).abs() < 1e-9,
+            "{turned}"
+        );
+    }
+}
+
+/// A pusher (a lying cylinder) on a prescribed horizontal velocity drives a box across a
+/// floor with friction μ: it moves as prescribed through the contact, and once the box
+/// slides at the pusher's speed the force along the drive is `μ m_box g` (within 1 %).
+#[test]
+fn a_prescribed_pusher_reports_the_friction_force_it_overcomes() {
+    let mu = 0.4;
+    let mut s = scene(&format!(
+        r#"
+        friction = {mu}
+        [settings]
+        dt = 0.005
+        tol = 1e-12
+        max_iter = 2000
+        [[body]]
+        shape = {{ type = "plane" }}
+        motion = "fixed"
+        [[body]]
+        shape = {{ type = "box", half_extents = [0.1, 0.1, 0.05] }}
+        position = [0.0, 0.0, 0.05]
+        mass = 2.0
+        friction = {mu}
+        [[body]]
+        name = "pusher"
+        shape = {{ type = "cylinder", radius = 0.02, half_length = 0.1 }}
+        position = [-0.125, 0.0, 0.05]
+        euler = [1.5707963267948966, 0.0, 0.0]
+        friction = 0.0
+        [[joint]]
+        type = "prescribed"
+        a = "ground"
+        b = "pusher"
+        at = [-0.125, 0.0, 0.05]
+        velocity = [0.1, 0.0, 0.0]
+        "#
+    ));
+    let mut solver = signorini::solver::Runner::new(registry::solver("pgs").unwrap());
+    let steps = 200;
+    for _ in 0..steps {
+        s.world.step(&mut solver).unwrap();
+    }
+    let x = s.world.bodies[2].pose.position.x;
+    let want = -0.125 + 0.1 * steps as f64 * 0.005;
+    assert!((x - want).abs() < 1e-9, "pusher at {x}, prescribed {want}");
+    let box_speed = s.world.bodies[1].velocity.x;
+    assert!((box_speed - 0.1).abs() < 1e-3, "box speed {box_speed}");
+    let force = s.world.joint_impulses(0)[0] / 0.005;
+    // The impulse is the one the joint applies to B (the pusher): forward, the push.
+    let want = mu * 2.0 * 9.81;
+    assert!(
+        (force - want).abs() < 0.01 * want.abs(),
+        "force {force} vs {want}"
+    );
+}
+
+/// A `[[joint]]` with a key its kind does not have is refused, naming the key.
+#[test]
+fn a_joint_with_an_unknown_key_is_refused() {
+    let text = r#"
+        [[body]]
+        name = "b"
+        shape = { type = "sphere", radius = 0.1 }
+        [[joint]]
+        type = "prescribed"
+        a = "ground"
+        b = "b"
+        at = [0.0, 0.0, 0.0]
+        speed = 1.0
+        "#;
+    let err = scene::parse(text, "j.toml", "j", &[])
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("j.toml") && err.contains("speed"), "{err}");
+}

@@ -393,6 +393,16 @@ mod tests {
         assert!((floor_area - 4.0).abs() < 1e-4, "{floor_area}");
     }
 
+    /// The geometry of `frame` seen from `eye` in the default style, after checking that the
+    /// low corner of its scene bounds is `low`.
+    fn built_within(frame: &SceneFrame, low: [f64; 3], eye: &Vector3<f64>) -> Geometry {
+        let bounds = scene_bounds(frame);
+        for (got, want) in bounds.0.iter().zip(low) {
+            assert!((got - want).abs() < 1e-12, "{bounds:?}");
+        }
+        Geometry::build(frame, &Style::default(), &bounds, &Vector3::zeros(), eye)
+    }
+
     #[test]
     fn boxes_and_links_are_closed_meshes() {
         let frame = SceneFrame {
@@ -403,17 +413,7 @@ mod tests {
             values: vec![0.0],
             links: vec![[Vector3::zeros(), Vector3::new(0.0, 0.0, 4.0)]],
         };
-        let bounds = scene_bounds(&frame);
-        for (got, want) in bounds.0.iter().zip([-0.3, -2.3, -3.3]) {
-            assert!((got - want).abs() < 1e-12, "{bounds:?}");
-        }
-        let g = Geometry::build(
-            &frame,
-            &Style::default(),
-            &bounds,
-            &Vector3::zeros(),
-            &Vector3::x(),
-        );
+        let g = built_within(&frame, [-0.3, -2.3, -3.3], &Vector3::x());
         assert_eq!(g.opaque.len(), 72);
         // The box's vertices are its corners: |x − 1| = 1, |y| = 2, |z| = 3.
         for v in &g.opaque[..36] {
@@ -446,18 +446,8 @@ mod tests {
             values: vec![0.0],
             links: Vec::new(),
         };
-        let bounds = scene_bounds(&frame);
         // 5% of the largest extent (4) around x ∈ [−2, 2], y ∈ [0.5, 1.5], z ∈ [−0.5, 0.5].
-        for (got, want) in bounds.0.iter().zip([-2.2, 0.3, -0.7]) {
-            assert!((got - want).abs() < 1e-12, "{bounds:?}");
-        }
-        let g = Geometry::build(
-            &frame,
-            &Style::default(),
-            &bounds,
-            &Vector3::zeros(),
-            &Vector3::z(),
-        );
+        let g = built_within(&frame, [-2.2, 0.3, -0.7], &Vector3::z());
         assert_eq!(g.opaque.len(), 12 * CYLINDER_SEGMENTS);
         for v in &g.opaque {
             let p = Vector3::from(v.position).cast::<f64>() - Vector3::new(0.0, 1.0, 0.0);

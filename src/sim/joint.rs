@@ -1,5 +1,6 @@
 //! Constraint rows: the Jacobian row of a point velocity along a direction, and the joints
-//! (bilateral blocks) built from such rows.
+//! (bilateral blocks) built from such rows, scleronomic (`C(q) = 0`) or rheonomic
+//! (`C(q, t) = 0`: a prescribed motion, whose rows carry the explicit rate `∂C/∂t`).
 //!
 //! Generalized velocities are `(v, ω)` with `v` in the world frame and `ω` in the body frame,
 //! so the row of `e · (v + ω_world × r)` is `(e, r_body × e_body)`.
@@ -9,7 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::body::RigidBody;
 
-/// One scalar constraint between two bodies: `C(q) = 0` with `dC/dt = a·v_A + b·v_B`.
+/// One scalar constraint between two bodies: `C(q, t) = 0` with
+/// `dC/dt = a·v_A + b·v_B + ∂C/∂t`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ConstraintRow {
     /// Row for body A.
@@ -18,6 +20,8 @@ pub struct ConstraintRow {
     pub b: [f64; 6],
     /// The position-level violation `C`.
     pub violation: f64,
+    /// The explicit time rate `∂C/∂t` (0 unless the joint prescribes a motion).
+    pub rate: f64,
 }
 
 /// The row of `e · (velocity of the world point p attached to body)`.
@@ -94,6 +98,19 @@ pub enum JointKind {
         /// Sliding axis in the frame of body A.
         axis_a: [f64; 3],
     },
+    /// A prescribed motion of B relative to A (6 rheonomic rows): B's anchor moves at
+    /// `velocity` from A's anchor and B turns at `angular_velocity` from its rotation
+    /// relative to A at creation, both constant in A's frame. With zero `velocity` it is a
+    /// revolute joint driven at a prescribed speed (a motor); with the ground as A, a body
+    /// pushed along a line. Its impulses are the driving force and torque.
+    Prescribed {
+        /// Velocity of B's anchor relative to A's, A's frame, m/s.
+        #[serde(default)]
+        velocity: [f64; 3],
+        /// Angular velocity of B relative to A, A's frame, rad/s.
+        #[serde(default)]
+        angular_velocity: [f64; 3],
+    },
 }
 
 /// A joint between body `a` (or the world frame) and body `b`; either body may be fixed or
@@ -144,21 +161,31 @@ impl Joint {
             JointKind::Distance { .. } => 1,
             JointKind::Line { .. } => 2,
             JointKind::Revolute { .. } | JointKind::Prismatic { .. } => 5,
+            JointKind::Prescribed { .. } => 6,
         }
     }
 
-    /// The constraint rows at the current poses.
-    pub fn rows(&self, bodies: &[RigidBody]) -> Vec<ConstraintRow> {
+    /// The constraint rows at the current poses and time `t` (s since the joint was made).
+    pub fn rows(&self, bodies: &[RigidBody], t: f64) -> Vec<ConstraintRow> {
         let ground = ground();
         let a = self.body_a.map_or(&ground, |i| &bodies[i]);
         let b = &bodies[self.body_b];
-        let pa = a.pose.to_world(&self.anchor_a);
+        // A prescribed joint's anchor on A has moved by `velocity·t` (A's frame).
+        let (moved, turn) = match self.kind {
+            JointKind::Prescribed {
+                velocity,
+                angular_velocity,
+            } => (Vector3::from(velocity), Vector3::from(angular_velocity)),
+            _ => (Vector3::zeros(), Vector3::zeros()),
+        };
+        let pa = a.pose.to_world(&(self.anchor_a + moved * t));
         let pb = b.pose.to_world(&self.anchor_b);
         let d = pb - pa;
         let linear = |e: &Vector3<f64>| ConstraintRow {
             a: neg(point_row(a, &pa, e)),
             b: point_row(b, &pb, e),
             violation: e.dot(&d),
+            rate: -e.dot(&(a.pose.orientation * moved)),
         };
         // d/dt (p·d) = ω_A·(p × d) + p·(ṗ_B − ṗ_A) for p attached to A.
         let off_axis = |p: &Vector3<f64>| {
@@ -170,6 +197,7 @@ impl Joint {
             a: neg(angular_row(a, c)),
             b: angular_row(b, c),
             violation,
+            rate: -c.dot(&(a.pose.orientation * turn)),
         };
         match self.kind {
             JointKind::Spherical => [Vector3::x(), Vector3::y(), Vector3::z()]
@@ -203,14 +231,36 @@ impl Joint {
             JointKind::Prismatic { axis_a } => {
                 let (p1, p2) = attached_perpendiculars(a, axis_a);
                 let mut rows: Vec<_> = [p1, p2].iter().map(off_axis).collect();
-                let target = a.pose.orientation * self.rest_rotation;
-                let theta = (b.pose.orientation * target.inverse()).scaled_axis();
-                for e in [Vector3::x(), Vector3::y(), Vector3::z()] {
-                    rows.push(angular(&e, e.dot(&theta)));
-                }
+                rows.extend(self.keep_rotation(a, b, UnitQuaternion::identity(), &angular));
+                rows
+            }
+            JointKind::Prescribed { .. } => {
+                let mut rows: Vec<_> = [Vector3::x(), Vector3::y(), Vector3::z()]
+                    .iter()
+                    .map(linear)
+                    .collect();
+                let turned = UnitQuaternion::from_scaled_axis(turn * t);
+                rows.extend(self.keep_rotation(a, b, turned, &angular));
                 rows
             }
         }
+    }
+
+    /// The three angular rows that hold B at the rotation `q_A ⊗ turned ⊗ rest` (world
+    /// frame components of the rotation vector from that target to B's orientation).
+    fn keep_rotation(
+        &self,
+        a: &RigidBody,
+        b: &RigidBody,
+        turned: UnitQuaternion<f64>,
+        angular: &dyn Fn(&Vector3<f64>, f64) -> ConstraintRow,
+    ) -> Vec<ConstraintRow> {
+        let target = a.pose.orientation * turned * self.rest_rotation;
+        let theta = (b.pose.orientation * target.inverse()).scaled_axis();
+        [Vector3::x(), Vector3::y(), Vector3::z()]
+            .iter()
+            .map(|e| angular(e, e.dot(&theta)))
+            .collect()
     }
 }
 
@@ -231,7 +281,7 @@ mod tests {
         )
     }
 
-    /// Each row's `a·v_A + b·v_B` equals the finite-difference rate of its violation.
+    /// Each row's `a·v_A + b·v_B + ∂C/∂t` equals the finite-difference rate of its violation.
     #[test]
     fn rows_are_the_derivatives_of_their_violations() {
         let kinds = [
@@ -247,7 +297,12 @@ mod tests {
             JointKind::Line {
                 axis_a: [0.0, 0.3, 1.0],
             },
+            JointKind::Prescribed {
+                velocity: [0.5, -0.2, 1.0],
+                angular_velocity: [2.0, 0.5, -1.0],
+            },
         ];
+        let t = 0.7;
         for kind in kinds {
             let mut bodies = vec![
                 ball(Vector3::zeros(), 0.1),
@@ -255,24 +310,35 @@ mod tests {
             ];
             let joint =
                 Joint::at_world_point(&bodies, Some(0), 1, Vector3::new(0.1, 0.1, 0.0), kind);
+            // A prescribed rotation is held near its target at `t` (its rows are the
+            // small-angle rates, as those of a prismatic joint).
+            if let JointKind::Prescribed {
+                angular_velocity, ..
+            } = kind
+            {
+                let turned = UnitQuaternion::from_scaled_axis(Vector3::from(angular_velocity) * t);
+                bodies[1].pose.orientation =
+                    bodies[0].pose.orientation * turned * joint.rest_rotation;
+            }
             // Perturb so that violations are non-zero, then move with some velocity.
             bodies[1].pose.position += Vector3::new(0.01, -0.02, 0.015);
             bodies[0].velocity = Vector3::new(0.3, -0.1, 0.2);
             bodies[0].angular_velocity = Vector3::new(0.5, 0.2, -0.4);
             bodies[1].velocity = Vector3::new(-0.2, 0.4, 0.1);
             bodies[1].angular_velocity = Vector3::new(-0.3, 0.6, 0.2);
-            let rows = joint.rows(&bodies);
+            let rows = joint.rows(&bodies, t);
             assert_eq!(rows.len(), joint.rows_count());
             let h = 1e-7;
             let mut moved = bodies.clone();
             moved.iter_mut().for_each(|b| b.integrate(h));
-            let after = joint.rows(&moved);
+            let after = joint.rows(&moved, t + h);
             let (va, vb) = (
                 bodies[0].generalized_velocity(),
                 bodies[1].generalized_velocity(),
             );
             for (r, r2) in rows.iter().zip(&after) {
-                let rate: f64 = (0..6).map(|i| r.a[i] * va[i] + r.b[i] * vb[i]).sum();
+                let rate: f64 =
+                    (0..6).map(|i| r.a[i] * va[i] + r.b[i] * vb[i]).sum::<f64>() + r.rate;
                 let fd = (r2.violation - r.violation) / h;
                 assert!(
                     (rate - fd).abs() < 1e-4,

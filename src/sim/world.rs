@@ -349,9 +349,15 @@ impl World {
         let n_contact_rows = asm.b.len();
         let mut joint_rows = Vec::new();
         for (j, joint) in self.joints.iter().enumerate() {
-            for (r, row) in joint.rows(&self.bodies).into_iter().enumerate() {
-                let ConstraintRow { a, b, violation } = row;
-                let bias = vec![(violation / h).clamp(-v_rec, v_rec)];
+            for (r, row) in joint.rows(&self.bodies, self.time).into_iter().enumerate() {
+                let ConstraintRow {
+                    a,
+                    b,
+                    violation,
+                    rate,
+                } = row;
+                // Rheonomic rows: J v + ∂C/∂t + C/h = 0.
+                let bias = vec![(violation / h).clamp(-v_rec, v_rec) + rate];
                 let cone = Cone::Bilateral { dim: 1 };
                 if asm.push(cone, (joint.body_a, &[a]), (Some(joint.body_b), &[b]), bias) {
                     joint_rows.push((j, r));
@@ -444,6 +450,22 @@ impl World {
                 self.warm_nodes.get(&n.key()).copied().unwrap_or_default(),
             )
         })
+    }
+
+    /// The impulses of joint `joint`'s rows in the last step (N·s, or N·m·s for angular
+    /// rows), in the order of [`Joint::rows`]; zero for a row the step did not have. The
+    /// force (torque) a joint applied is its impulse over the time step: a prescribed
+    /// joint's driving force.
+    pub fn joint_impulses(&self, joint: usize) -> Vec<f64> {
+        let rows = self.joints.get(joint).map_or(0, Joint::rows_count);
+        (0..rows)
+            .map(|r| {
+                self.warm_joints
+                    .get(&(joint, r))
+                    .copied()
+                    .unwrap_or_default()
+            })
+            .collect()
     }
 
     /// The contacts of the last collision detection (that of the last step, or of

@@ -8,7 +8,7 @@ use nalgebra::{UnitQuaternion, Vector3};
 use super::SpecError;
 use super::spec::{
     BodySpec, ChainSpec, ContainerSpec, LatticeSpec, MaterialSpec, MotionSpec, NetSpec, NodeRegion,
-    SceneFile, StackSpec, WallSpec,
+    SceneFile, StackSpec, TrackSpec, WallSpec,
 };
 use crate::sim::body::{Motion, Oscillation, RigidBody, mass_properties};
 use crate::sim::fe::{Material, Solid, TetMesh};
@@ -265,6 +265,104 @@ impl Builder {
     }
 }
 
+impl Builder {
+    /// A dynamic body of the given mass (inertia from the shape at uniform density).
+    fn with_mass(&mut self, shape: Shape, pose: Pose, mass: f64, friction: Option<f64>) -> usize {
+        let b = self.dynamic(shape, pose, 1.0, friction);
+        let body = &mut self.bodies[b];
+        body.inertia *= mass / body.mass;
+        body.mass = mass;
+        b
+    }
+
+    /// A track (see [`TrackSpec`]) on body `hull`: the loop of pins, the shoes between
+    /// consecutive pins with their revolute joints, and the wheels with theirs.
+    fn track(&mut self, t: &TrackSpec, hull: usize) {
+        let [cx, y, cz] = t.center;
+        let (k, m) = (t.shoes_per_run, t.shoes_per_half_turn);
+        let (rho, step) = (t.pin_radius(), 2.0 * t.half_bend());
+        let half_d = 0.5 * k as f64 * t.pitch;
+        let (rear, front) = (cx - half_d, cx + half_d);
+        // Pins counter-clockwise seen from −y: forward along the lower run, up around the
+        // idler, back along the upper run, down around the sprocket.
+        let mut pins = Vec::with_capacity(2 * (k + m));
+        let around = |x: f64, from: f64, j: usize| {
+            let a = from + step * j as f64;
+            Vector3::new(x + rho * a.cos(), y, cz + rho * a.sin())
+        };
+        use std::f64::consts::FRAC_PI_2;
+        pins.extend((0..k).map(|j| Vector3::new(rear + t.pitch * j as f64, y, cz - rho)));
+        pins.extend((0..m).map(|j| around(front, -FRAC_PI_2, j)));
+        pins.extend((0..k).map(|j| Vector3::new(front - t.pitch * j as f64, y, cz + rho)));
+        pins.extend((0..m).map(|j| around(rear, FRAC_PI_2, j)));
+        let shoe = Shape::Box {
+            half_extents: t.shoe,
+        };
+        let first = self.bodies.len();
+        for (j, p) in pins.iter().enumerate() {
+            let q = pins[(j + 1) % pins.len()];
+            let dir = q - p;
+            let pose = Pose {
+                position: 0.5 * (p + q),
+                orientation: UnitQuaternion::from_euler_angles(0.0, (-dir.z).atan2(dir.x), 0.0),
+            };
+            self.with_mass(shoe, pose, t.shoe_mass, t.friction);
+        }
+        // Shoes turn about y only, so y is the pin axis in every shoe's frame.
+        let pin_axis = JointKind::Revolute {
+            axis_a: [0.0, 1.0, 0.0],
+            axis_b: [0.0, 1.0, 0.0],
+        };
+        for j in 0..pins.len() {
+            let next = first + (j + 1) % pins.len();
+            self.joint(Some(first + j), next, pins[(j + 1) % pins.len()], pin_axis);
+        }
+        // Wheels: cylinders whose axis (body z) is world y.
+        let across = UnitQuaternion::from_euler_angles(-FRAC_PI_2, 0.0, 0.0);
+        let to_hull = self.bodies[hull].pose.orientation.inverse();
+        let y_in_hull: [f64; 3] = (to_hull * Vector3::y()).into();
+        let end = Shape::Cylinder {
+            radius: t.end_wheel_radius(),
+            half_length: t.wheel_half_width,
+        };
+        let road = Shape::Cylinder {
+            radius: t.road_wheel_radius,
+            half_length: t.wheel_half_width,
+        };
+        let road_z = cz - rho + t.shoe[2] + t.road_wheel_radius;
+        let n = t.road_wheels;
+        let wheels = [(end, rear, cz), (end, front, cz)]
+            .into_iter()
+            .chain((1..=n).map(|i| {
+                (
+                    road,
+                    rear + 2.0 * half_d * i as f64 / (n + 1) as f64,
+                    road_z,
+                )
+            }));
+        for (w, (shape, x, z)) in wheels.enumerate() {
+            let at = Vector3::new(x, y, z);
+            let pose = Pose {
+                position: at,
+                orientation: across,
+            };
+            let b = self.with_mass(shape, pose, t.wheel_mass, t.friction);
+            let kind = if w == 0 {
+                JointKind::Prescribed {
+                    velocity: [0.0; 3],
+                    angular_velocity: (to_hull * Vector3::y() * t.sprocket_speed).into(),
+                }
+            } else {
+                JointKind::Revolute {
+                    axis_a: y_in_hull,
+                    axis_b: [0.0, 0.0, 1.0],
+                }
+            };
+            self.joint(Some(hull), b, at, kind);
+        }
+    }
+}
+
 /// Radius of the smallest sphere around the shape's center.
 fn bounding_radius(shape: &Shape) -> f64 {
     match *shape {
@@ -333,6 +431,16 @@ pub(super) fn world(spec: &SceneFile, base: &Path) -> Result<World, SpecError> {
     spec.chain.iter().for_each(|c| b.chain(c));
     spec.wall.iter().for_each(|w| b.wall(w));
     spec.net.iter().for_each(|n| b.net(n));
+    for (i, t) in spec.track.iter().enumerate() {
+        let hull = names.get(&t.hull).copied().ok_or_else(|| {
+            (
+                Some(("track", i)),
+                format!("track[{i}].hull"),
+                format!("no [[body]] named `{}`", t.hull),
+            )
+        })?;
+        b.track(t, hull);
+    }
     for (i, j) in spec.joint.iter().enumerate() {
         let find = |name: &str, key: &str| -> Result<Option<usize>, SpecError> {
             match (name, names.get(name)) {
@@ -371,6 +479,13 @@ pub(super) fn world(spec: &SceneFile, base: &Path) -> Result<World, SpecError> {
             },
             JointKind::Line { axis_a } => JointKind::Line {
                 axis_a: axis(axis_a),
+            },
+            JointKind::Prescribed {
+                velocity,
+                angular_velocity,
+            } => JointKind::Prescribed {
+                velocity: axis(velocity),
+                angular_velocity: axis(angular_velocity),
             },
             other => other,
         };

@@ -8,9 +8,10 @@ use crate::error::Result;
 use crate::limits::{self, Limits};
 use crate::sim::Shape;
 use crate::sim::body::mass_properties;
+use crate::sim::joint::JointKind;
 
 /// The tables of a scene file, as `SpecError` sections (for the line of a key).
-const SECTIONS: [&str; 12] = [
+const SECTIONS: [&str; 13] = [
     "settings",
     "run",
     "body",
@@ -23,6 +24,7 @@ const SECTIONS: [&str; 12] = [
     "joint",
     "fe_box",
     "fe_mesh",
+    "track",
 ];
 
 /// Memory of one body with its share of the collision grid, the problem and the outputs.
@@ -185,6 +187,30 @@ impl SceneFile {
                 speed: 0.0,
             });
         }
+        for (i, t) in self.track.iter().enumerate() {
+            let [hx, hy, hz] = t.shoe;
+            out.push(Group {
+                section: Some(("track", i)),
+                key: format!("track[{i}].shoe"),
+                shape: Shape::Box {
+                    half_extents: t.shoe,
+                },
+                density: t.shoe_mass / (8.0 * hx * hy * hz),
+                count: Some(2 * (t.shoes_per_run + t.shoes_per_half_turn)),
+                speed: 0.0,
+            });
+            out.push(Group {
+                section: Some(("track", i)),
+                key: format!("track[{i}].road_wheel_radius"),
+                shape: Shape::Cylinder {
+                    radius: t.road_wheel_radius,
+                    half_length: t.wheel_half_width,
+                },
+                density: 1.0,
+                count: Some(t.road_wheels + 2),
+                speed: t.commanded_speed().abs(),
+            });
+        }
         for (i, n) in self.net.iter().enumerate() {
             out.push(Group {
                 section: Some(("net", i)),
@@ -199,7 +225,7 @@ impl SceneFile {
     }
 
     /// Fastest prescribed motion: the peak speed `2π f ‖A‖` of an oscillating body or
-    /// container.
+    /// container, or the speed of a prescribed joint.
     fn kinematic_speed(&self) -> f64 {
         let peak = |o: &crate::sim::body::Oscillation| {
             2.0 * std::f64::consts::PI * o.frequency.abs() * norm(o.amplitude)
@@ -212,7 +238,11 @@ impl SceneFile {
             .container
             .iter()
             .filter_map(|c| c.oscillation.as_ref().map(peak));
-        bodies.chain(containers).fold(0.0, f64::max)
+        let joints = self.joint.iter().filter_map(|j| match j.kind {
+            JointKind::Prescribed { velocity, .. } => Some(norm(velocity)),
+            _ => None,
+        });
+        bodies.chain(containers).chain(joints).fold(0.0, f64::max)
     }
 }
 

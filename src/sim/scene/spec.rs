@@ -67,6 +67,10 @@ pub struct SceneFile {
     /// Joints between named bodies (or the ground).
     #[serde(default)]
     pub joint: Vec<JointSpec>,
+    /// Tracks of pinned shoes around a driven sprocket, an idler and road wheels, on a
+    /// named hull.
+    #[serde(default)]
+    pub track: Vec<TrackSpec>,
     /// Deformable boxes of finite elements.
     #[serde(default)]
     pub fe_box: Vec<FeBoxSpec>,
@@ -306,9 +310,11 @@ pub struct NetSpec {
     pub density: f64,
 }
 
-/// A joint between two named `[[body]]` entries (`"ground"` is the world frame).
+/// A joint between two named `[[body]]` entries (`"ground"` is the world frame), its kind
+/// by `type` (`"spherical"`, `"distance"`, `"revolute"`, `"line"`, `"prismatic"`,
+/// `"prescribed"`) with that kind's parameters. Unknown keys are refused by the kind (serde
+/// cannot deny them on a struct with a flattened field).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct JointSpec {
     /// Name of body A, or `"ground"`.
     pub a: String,
@@ -316,9 +322,78 @@ pub struct JointSpec {
     pub b: String,
     /// World point where the joint is made, m.
     pub at: [f64; 3],
-    /// The kind and its parameters (axes in A's frame at creation).
+    /// The kind and its parameters (axes, velocities and angular velocities in the world
+    /// frame at creation).
     #[serde(flatten)]
     pub kind: JointKind,
+}
+
+/// A track in the vertical plane `y = center[1]` (world x forward, z up) on the `[[body]]`
+/// named `hull`: a closed loop of box shoes pinned by revolute joints (axis y), wrapped
+/// around a sprocket (rear, at `center.x − D/2`) and an idler (front, at `center.x + D/2`),
+/// both at `center.z`, with road wheels on the lower run. The loop is `shoes_per_run`
+/// straight pitches of `pitch` on each run (`D = shoes_per_run · pitch`) and
+/// `shoes_per_half_turn` around each end, so the pins lie on circles of radius
+/// `ρ = pitch / (2 sin(π / (2 · shoes_per_half_turn)))` and the loop closes exactly. The
+/// sprocket and the idler are cylinders of radius `ρ cos(π / (2 · shoes_per_half_turn)) −
+/// shoe[2] − 0.005` (touching the middle of the wrapped shoes' inner faces, 5 mm apart);
+/// the road wheels touch the lower run's inner faces. The idler and the road wheels turn on
+/// revolute joints to the hull (a rigid idler: no tensioner spring), the sprocket on a
+/// prescribed joint (a motor) at `sprocket_speed` about +y, which drives the hull towards
+/// +x. Every wheel is `2 · wheel_half_width` wide.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrackSpec {
+    /// Name of the `[[body]]` the wheels turn on.
+    pub hull: String,
+    /// Midpoint between the sprocket's and the idler's axles, m.
+    pub center: [f64; 3],
+    /// Distance between consecutive pins, m.
+    pub pitch: f64,
+    /// Shoes on each straight run.
+    pub shoes_per_run: usize,
+    /// Shoes around each end wheel (half a turn).
+    pub shoes_per_half_turn: usize,
+    /// Half extents of a shoe: along the track (at most `pitch / 2`), across, thickness.
+    pub shoe: [f64; 3],
+    /// Mass of a shoe, kg.
+    pub shoe_mass: f64,
+    /// Road wheels, evenly spaced between the sprocket and the idler.
+    pub road_wheels: usize,
+    /// Radius of the road wheels, m.
+    pub road_wheel_radius: f64,
+    /// Half of the width of every wheel, m.
+    pub wheel_half_width: f64,
+    /// Mass of each wheel (sprocket, idler, road wheels), kg.
+    pub wheel_mass: f64,
+    /// Angular velocity of the sprocket relative to the hull about +y, rad/s.
+    pub sprocket_speed: f64,
+    /// Friction coefficient of the shoes and wheels (default: the scene's).
+    #[serde(default)]
+    pub friction: Option<f64>,
+}
+
+impl TrackSpec {
+    /// Half the angle between consecutive shoes around an end wheel, rad.
+    pub(crate) fn half_bend(&self) -> f64 {
+        std::f64::consts::FRAC_PI_2 / self.shoes_per_half_turn as f64
+    }
+
+    /// Radius of the circles of pins around the end wheels, m.
+    pub(crate) fn pin_radius(&self) -> f64 {
+        self.pitch / (2.0 * self.half_bend().sin())
+    }
+
+    /// Radius of the sprocket and the idler, m.
+    pub(crate) fn end_wheel_radius(&self) -> f64 {
+        self.pin_radius() * self.half_bend().cos() - self.shoe[2] - 0.005
+    }
+
+    /// The commanded ground speed: shoes pass the sprocket at `sprocket_speed / (2 ·
+    /// half_bend)` per second, each a pitch long, m/s.
+    pub fn commanded_speed(&self) -> f64 {
+        self.sprocket_speed * self.pitch / (2.0 * self.half_bend())
+    }
 }
 
 /// The material of a solid of finite elements (a `material = { ... }` table).
@@ -612,6 +687,39 @@ impl SceneFile {
                     sec,
                     format!("wall[{i}].columns"),
                     "a staggered wall needs at least 2 columns".into(),
+                ));
+            }
+        }
+        for (i, t) in self.track.iter().enumerate() {
+            let sec = Some(("track", i));
+            let key = |k: &str| format!("track[{i}].{k}");
+            for (k, v) in [
+                ("pitch", t.pitch),
+                ("shoe_mass", t.shoe_mass),
+                ("road_wheel_radius", t.road_wheel_radius),
+                ("wheel_half_width", t.wheel_half_width),
+                ("wheel_mass", t.wheel_mass),
+            ] {
+                positive(sec, key(k), v)?;
+            }
+            t.shoe
+                .iter()
+                .try_for_each(|&h| positive(sec, key("shoe"), h))?;
+            if t.shoes_per_run == 0 || t.shoes_per_half_turn < 2 {
+                return Err((
+                    sec,
+                    key("shoes_per_half_turn"),
+                    "a track needs at least 1 shoe per run and 2 per half turn".into(),
+                ));
+            }
+            if 2.0 * t.shoe[0] > t.pitch {
+                return Err((sec, key("shoe"), "a shoe is longer than the pitch".into()));
+            }
+            if t.end_wheel_radius() <= 0.0 || t.road_wheel_radius >= t.pin_radius() - t.shoe[2] {
+                return Err((
+                    sec,
+                    key("road_wheel_radius"),
+                    "the wheels do not fit inside the loop of shoes".into(),
                 ));
             }
         }

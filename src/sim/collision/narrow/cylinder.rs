@@ -7,8 +7,9 @@
 //!
 //! - plane, sphere: exact (support points of the caps' rims; closest point of the solid);
 //! - box: separating axes (the box's face normals, the cylinder's axis, and the directions
-//!   from the cylinder to each box corner and to each box edge's point nearest to the axis), then the feature of the other
-//!   body clipped to the reference face, cap or slab of the side;
+//!   from the cylinder to each box corner and to each box edge's point nearest to the
+//!   axis), then the feature of the other body clipped to the reference face, cap or slab
+//!   of the side (a curved rim against a box edge is only approximated by these axes);
 //! - cylinder: parallel axes exactly (side by side: the overlap of the generatrices; cap on
 //!   cap: the rim points of each cap inside the other's disc); crossing sides by the closest
 //!   points of the two axes; otherwise (a cap's rim against the other cylinder) the rim
@@ -113,10 +114,11 @@ impl Cyl {
         let rho = across.norm();
         let w = if rho > 0.0 { across / rho } else { self.x };
         if rho > self.r || z.abs() > self.h {
-            let q = self.c + self.a * z.clamp(-self.h, self.h) + w * rho.min(self.r);
-            let diff = p - q;
+            // p − q from its two parts, each positive where it is outside (no cancellation).
+            let (zc, rc) = (z.clamp(-self.h, self.h), rho.min(self.r));
+            let diff = w * (rho - rc) + self.a * (z - zc);
             let len = diff.norm();
-            (diff / len, q, len)
+            (diff / len, self.c + self.a * zc + w * rc, len)
         } else if self.r - rho < self.h - z.abs() {
             (w, self.c + self.a * z + w * self.r, rho - self.r)
         } else {
