@@ -1,6 +1,7 @@
 //! The time stepper: collision detection, assembly of the factored problem of the step
-//! (contact and joint blocks, stabilization, warm start), the solve, and the integration
-//! (paper 001 eq. (1), DESIGN §1 and §5).
+//! (contact and joint blocks, stabilization, warm start; with solids of finite elements, the
+//! global problem of [`super::fe::assembly`]), the solve, and the integration (paper 001
+//! eq. (1), DESIGN §1 and §5).
 
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
@@ -77,7 +78,7 @@ type ContactKey = (usize, usize, u32);
 
 /// The problem of one step and how its blocks map back to contacts and joints.
 pub struct StepProblem {
-    /// The factored problem.
+    /// The problem: in the factored form, or in the global form when the world has solids.
     pub problem: Problem,
     /// Problem body index of each scene body (`None` for fixed and kinematic bodies).
     pub dynamic_index: Vec<Option<usize>>,
