@@ -347,3 +347,37 @@ fn three_point_bending_slope_matches_the_beam_stiffness() {
     );
     assert!((slope / theory - 1.0).abs() < 0.1, "{slope} vs {theory}");
 }
+
+/// Bad solids are refused before anything is built, naming the file, the line and the key;
+/// an absurd mesh size is refused by the memory check, not allocated.
+#[test]
+fn bad_solids_are_refused_with_file_line_and_key() {
+    let fe = |material: &str, cells: &str| {
+        let text = format!(
+            "[settings]\ndt = 0.01\n\n[[fe_box]]\nmin = [0.0, 0.0, 0.0]\nmax = [1.0, 1.0, 1.0]\n\
+             cells = {cells}\nmaterial = {material}\n"
+        );
+        scene::parse(&text, "bad.toml", "bad", &[])
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let good = "{ young = 1e6, poisson = 0.3 }";
+    let err = fe("{ young = 1e6, poisson = 0.5 }", "[1, 1, 1]");
+    assert!(
+        err.contains("bad.toml: line 8") && err.contains("fe_box[0].material.poisson"),
+        "{err}"
+    );
+    let err = fe(good, "[0, 1, 1]");
+    assert!(
+        err.contains("line 7") && err.contains("fe_box[0].cells"),
+        "{err}"
+    );
+    let err = fe("{ young = -1.0, poisson = 0.3 }", "[1, 1, 1]");
+    assert!(err.contains("fe_box[0].material.young"), "{err}");
+    let err = fe(good, "[100000, 100000, 100000]");
+    assert!(
+        err.contains("tetrahedra") && err.contains("memory limit"),
+        "{err}"
+    );
+}
