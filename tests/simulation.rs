@@ -311,7 +311,7 @@ fn every_scene_runs() {
         }
         count += 1;
     }
-    assert_eq!(count, 10);
+    assert_eq!(count, 11);
 }
 
 /// `signorini simulate` writes steps.csv, rendered snapshots and their animation, VTK frames,

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::problem::io::Format;
 use crate::render::StateSpheres;
+use crate::sim::fe::Solid;
 use crate::sim::resident::{self, Resident};
 use crate::sim::scene::Scene;
 use crate::sim::{Pose, Shape, StepStats, World};
@@ -249,12 +250,18 @@ impl Folder {
     }
 }
 
-/// The view of a world's bodies for the writers.
-fn view<'a>(shapes: &'a [Shape], poses: &'a [Pose], speeds: &'a [f64]) -> SceneView<'a> {
+/// The view of a world's bodies and solids for the writers.
+fn view<'a>(
+    shapes: &'a [Shape],
+    poses: &'a [Pose],
+    speeds: &'a [f64],
+    solids: &'a [Solid],
+) -> SceneView<'a> {
     SceneView {
         shapes,
         poses,
         speeds,
+        solids,
     }
 }
 
@@ -435,7 +442,7 @@ fn steps_of(
             if outputs.vtk {
                 let poses: Vec<_> = world.bodies.iter().map(|b| b.pose).collect();
                 let speeds: Vec<f64> = world.bodies.iter().map(|b| b.velocity.norm()).collect();
-                let v = view(&shapes, &poses, &speeds);
+                let v = view(&shapes, &poses, &speeds, &world.solids);
                 write_vtk(&folder.prepare()?.join(format!("{name}.vtk")), &v)?;
                 frames.push((world.time, format!("{name}.vtk")));
             }

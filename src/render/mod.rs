@@ -42,13 +42,19 @@ pub struct SceneFrame {
 }
 
 impl SceneFrame {
-    /// The bodies of `world` colored by `field`, its joints drawn by [`joint_links`].
+    /// The bodies of `world` colored by `field`, its joints drawn by [`joint_links`] and
+    /// each solid of finite elements as the edges of its boundary triangles.
     pub fn from_world(world: &World, field: ColorField) -> SceneFrame {
         let poses: Vec<Pose> = world.bodies.iter().map(|b| b.pose).collect();
         let ends: Vec<Link> = world.joints.iter().map(Link::of).collect();
+        let mut links = joint_links(&ends, &poses);
+        for solid in &world.solids {
+            let x = &solid.positions;
+            links.extend(solid.edges.iter().map(|&[a, b]| [x[a], x[b]]));
+        }
         SceneFrame {
             shapes: world.bodies.iter().map(|b| b.shape).collect(),
-            links: joint_links(&ends, &poses),
+            links,
             poses,
             values: field.values(world),
         }

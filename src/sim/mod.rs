@@ -4,6 +4,7 @@
 
 pub mod body;
 pub mod collision;
+pub mod fe;
 pub mod joint;
 pub mod resident;
 pub mod scene;

@@ -34,6 +34,9 @@ pub fn unqualified(world: &World) -> Option<String> {
     if !world.joints.is_empty() {
         return Some("the scene has joints".into());
     }
+    if !world.solids.is_empty() {
+        return Some("the scene has finite elements".into());
+    }
     if !world.bodies.iter().any(RigidBody::is_dynamic) {
         return Some("the scene has no dynamic sphere".into());
     }

@@ -1,6 +1,7 @@
 //! The time stepper: collision detection, assembly of the factored problem of the step
-//! (contact and joint blocks, stabilization, warm start), the solve, and the integration
-//! (paper 001 eq. (1), DESIGN §1 and §5).
+//! (contact and joint blocks, stabilization, warm start; with solids of finite elements, the
+//! global problem of [`super::fe::assembly`]), the solve, and the integration (paper 001
+//! eq. (1), DESIGN §1 and §5).
 
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
@@ -11,6 +12,8 @@ use serde::{Deserialize, Serialize};
 use super::StepStats;
 use super::body::RigidBody;
 use super::collision::{self, Contact};
+use super::fe::Solid;
+use super::fe::assembly::{self as fe_assembly, NodeContact, NodeKey};
 use super::joint::{ConstraintRow, Joint, point_row, tangent_frame};
 use crate::error::Result;
 use crate::problem::{
@@ -75,7 +78,7 @@ type ContactKey = (usize, usize, u32);
 
 /// The problem of one step and how its blocks map back to contacts and joints.
 pub struct StepProblem {
-    /// The factored problem.
+    /// The problem: in the factored form, or in the global form when the world has solids.
     pub problem: Problem,
     /// Problem body index of each scene body (`None` for fixed and kinematic bodies).
     pub dynamic_index: Vec<Option<usize>>,
@@ -83,6 +86,9 @@ pub struct StepProblem {
     pub contact_keys: Vec<ContactKey>,
     /// Joint rows present, as (joint, row) in block order, after the contact blocks.
     pub joint_rows: Vec<(usize, usize)>,
+    /// Key of each contact block of a solid's node, in block order, after the joint rows
+    /// (a world with solids only: its problem is in the global form).
+    pub node_keys: Vec<NodeKey>,
 }
 
 /// Scene state advanced step by step.
@@ -92,6 +98,9 @@ pub struct World {
     pub bodies: Vec<RigidBody>,
     /// The joints.
     pub joints: Vec<Joint>,
+    /// Deformable solids of finite elements: with any, each step's problem is in the global
+    /// form ([`fe_assembly::global`]).
+    pub solids: Vec<Solid>,
     /// Simulated time, s.
     pub time: f64,
     /// Steps taken.
@@ -100,9 +109,42 @@ pub struct World {
     pub settings: StepSettings,
     warm_contacts: HashMap<ContactKey, [f64; 3]>,
     warm_joints: HashMap<(usize, usize), f64>,
+    warm_nodes: HashMap<NodeKey, [f64; 3]>,
     contacts: Vec<Contact>,
+    node_contacts: Vec<NodeContact>,
     /// Body pairs joined by a joint: they do not collide with each other.
     jointed: HashSet<(usize, usize)>,
+}
+
+/// The cone, row directions and bias of one contact block.
+pub(crate) struct ContactBlock {
+    /// Coulomb with friction, unilateral without.
+    pub cone: Cone,
+    /// The normal, then the two tangents when there is friction.
+    pub dirs: Vec<Vector3<f64>>,
+    /// The bias `b`, one entry per direction.
+    pub bias: Vec<f64>,
+}
+
+/// The block of contact `c` with friction coefficient `mu` at time step `h`, a penetration
+/// pushed out no faster than `v_rec`.
+pub(crate) fn contact_block(c: &Contact, mu: f64, h: f64, v_rec: f64) -> ContactBlock {
+    let (t1, t2) = tangent_frame(&c.normal);
+    let dirs = if mu > 0.0 {
+        vec![c.normal, t1, t2]
+    } else {
+        vec![c.normal]
+    };
+    // b = Φ/h: a gap may close within the step, a penetration is pushed out no faster than
+    // the recovery speed.
+    let mut bias = vec![0.0; dirs.len()];
+    bias[0] = (c.distance / h).max(-v_rec);
+    let cone = if mu > 0.0 {
+        Cone::Coulomb { mu }
+    } else {
+        Cone::Unilateral
+    };
+    ContactBlock { cone, dirs, bias }
 }
 
 /// Accumulates the blocks of a factored problem.
@@ -170,12 +212,15 @@ impl World {
             jointed,
             bodies,
             joints,
+            solids: Vec::new(),
             time: 0.0,
             steps: 0,
             settings,
             warm_contacts: HashMap::new(),
             warm_joints: HashMap::new(),
+            warm_nodes: HashMap::new(),
             contacts: Vec::new(),
+            node_contacts: Vec::new(),
         }
     }
 
@@ -200,7 +245,13 @@ impl World {
                 !jointed.contains(&pair)
             });
         }
-        self.contacts.len()
+        fe_assembly::detect(
+            &self.solids,
+            &self.bodies,
+            self.settings.envelope,
+            &mut self.node_contacts,
+        );
+        self.contacts.len() + self.node_contacts.len()
     }
 
     /// Puts kinematic bodies where their prescribed motion has them at the current time.
@@ -213,7 +264,42 @@ impl World {
     pub fn problem(&mut self) -> StepProblem {
         self.prescribe();
         self.detect();
-        self.assemble()
+        self.assemble_step()
+    }
+
+    /// The problem of the step: the factored form of the rigid bodies, or, with solids, the
+    /// global form of the rigid bodies and the solids together.
+    fn assemble_step(&self) -> StepProblem {
+        let mut sp = self.assemble();
+        if self.solids.is_empty() {
+            return sp;
+        }
+        let Operator::Factored(factored) = &sp.problem.operator else {
+            unreachable!("assemble builds the factored form")
+        };
+        let g = fe_assembly::global(
+            &fe_assembly::Parts {
+                factored,
+                cones: &sp.problem.cones,
+                bodies: &self.bodies,
+                dynamic_index: &sp.dynamic_index,
+                solids: &self.solids,
+                contacts: &self.node_contacts,
+            },
+            self.settings.dt,
+            &Vector3::from(self.settings.gravity),
+            self.settings.max_recovery_speed,
+        );
+        if !sp.problem.compliance.is_empty() {
+            let c = self.settings.contact_compliance;
+            sp.problem
+                .compliance
+                .extend(std::iter::repeat_n(c, g.node_rows));
+        }
+        sp.problem.cones = g.cones;
+        sp.problem.operator = Operator::Global(g.global);
+        sp.node_keys = g.node_keys;
+        sp
     }
 
     /// Builds the factored problem from the current contacts and joints.
@@ -245,27 +331,13 @@ impl World {
         let mut contact_keys = Vec::with_capacity(self.contacts.len());
         for c in &self.contacts {
             let (ba, bb) = (&self.bodies[c.body_a], &self.bodies[c.body_b]);
-            let mu = ba.friction.min(bb.friction);
-            let (t1, t2) = tangent_frame(&c.normal);
-            let dirs: &[Vector3<f64>] = if mu > 0.0 {
-                &[c.normal, t1, t2]
-            } else {
-                &[c.normal]
-            };
+            let ContactBlock { cone, dirs, bias } =
+                contact_block(c, ba.friction.min(bb.friction), h, v_rec);
             let rows_a: Vec<[f64; 6]> = dirs
                 .iter()
                 .map(|e| point_row(ba, &c.point_a, e).map(|x| -x))
                 .collect();
             let rows_b: Vec<[f64; 6]> = dirs.iter().map(|e| point_row(bb, &c.point_b, e)).collect();
-            // b = Φ/h: a gap may close within the step, a penetration is pushed out no
-            // faster than the recovery speed.
-            let mut bias = vec![0.0; dirs.len()];
-            bias[0] = (c.distance / h).max(-v_rec);
-            let cone = if mu > 0.0 {
-                Cone::Coulomb { mu }
-            } else {
-                Cone::Unilateral
-            };
             if asm.push(
                 cone,
                 (Some(c.body_a), &rows_a),
@@ -313,6 +385,7 @@ impl World {
             dynamic_index,
             contact_keys,
             joint_rows,
+            node_keys: Vec::new(),
         }
     }
 
@@ -325,6 +398,11 @@ impl World {
         }
         for key in &sp.joint_rows {
             gamma.push(self.warm_joints.get(key).copied().unwrap_or_default());
+        }
+        let node_cones = &sp.problem.cones[sp.contact_keys.len() + sp.joint_rows.len()..];
+        for (key, cone) in sp.node_keys.iter().zip(node_cones) {
+            let g = self.warm_nodes.get(key).copied().unwrap_or_default();
+            gamma.extend_from_slice(&g[..cone.dim()]);
         }
         gamma
     }
@@ -343,6 +421,15 @@ impl World {
         for (key, g) in sp.joint_rows.iter().zip(&gamma[at..]) {
             self.warm_joints.insert(*key, *g);
         }
+        self.warm_nodes.clear();
+        at += sp.joint_rows.len();
+        let node_cones = &sp.problem.cones[sp.contact_keys.len() + sp.joint_rows.len()..];
+        for (key, cone) in sp.node_keys.iter().zip(node_cones) {
+            let mut g = [0.0; 3];
+            g[..cone.dim()].copy_from_slice(&gamma[at..at + cone.dim()]);
+            self.warm_nodes.insert(*key, g);
+            at += cone.dim();
+        }
     }
 
     /// The impulses of the last step's contacts (normal then tangential components, N·s),
@@ -351,6 +438,19 @@ impl World {
         self.warm_contacts
             .iter()
             .map(|(&(a, b, _), &g)| ((a, b), g))
+    }
+
+    /// The contacts of solids' nodes with rigid bodies found by the last collision detection,
+    /// each with the impulse the last step's solve gave it (normal then tangential
+    /// components along the normal and [`crate::sim::joint::tangent_frame`], N·s; zero when the step's problem
+    /// did not have it).
+    pub fn node_contacts(&self) -> impl Iterator<Item = (&NodeContact, [f64; 3])> + '_ {
+        self.node_contacts.iter().map(|n| {
+            (
+                n,
+                self.warm_nodes.get(&n.key()).copied().unwrap_or_default(),
+            )
+        })
     }
 
     /// The impulses of joint `joint`'s rows in the last step (N·s, or N·m·s for angular
@@ -391,10 +491,14 @@ impl World {
         let h = self.settings.dt;
         self.prescribe();
         let contacts = self.detect();
-        let max_penetration = self.contacts.iter().fold(0.0f64, |m, c| m.max(-c.distance));
+        let max_penetration = self
+            .contacts
+            .iter()
+            .chain(self.node_contacts.iter().map(|n| &n.contact))
+            .fold(0.0f64, |m, c| m.max(-c.distance));
         let collision_s = start.elapsed().as_secs_f64();
         let assembly_start = Instant::now();
-        let sp = self.assemble();
+        let sp = self.assemble_step();
         let sys = System::new(&sp.problem)?;
         let assembly_s = assembly_start.elapsed().as_secs_f64();
         let solve_start = Instant::now();
@@ -411,14 +515,17 @@ impl World {
         let solve_s = solve_start.elapsed().as_secs_f64();
         let v = sys
             .velocities(&report.gamma)
-            .expect("a factored problem has body velocities");
+            .expect("a factored or global problem has velocities");
         self.remember(&sp, &report.gamma);
+        let mut rigid_dofs = 0;
         for (body, index) in self.bodies.iter_mut().zip(&sp.dynamic_index) {
             if let Some(i) = index {
                 body.set_generalized_velocity(&v[6 * i..6 * i + 6]);
                 body.integrate(h);
+                rigid_dofs += 6;
             }
         }
+        fe_assembly::update(&mut self.solids, rigid_dofs, &v, h);
         self.time += h;
         self.steps += 1;
         self.prescribe();
@@ -431,7 +538,12 @@ impl World {
             iterations: report.iterations,
             residual: report.residual.velocity,
             max_penetration,
-            kinetic_energy: self.bodies.iter().map(RigidBody::kinetic_energy).sum(),
+            kinetic_energy: self
+                .bodies
+                .iter()
+                .map(RigidBody::kinetic_energy)
+                .sum::<f64>()
+                + self.solids.iter().map(Solid::kinetic_energy).sum::<f64>(),
             collision_s,
             assembly_s,
             solve_s,

@@ -32,10 +32,11 @@ pub use steps_csv::StepsCsv;
 pub use vtk::{write_pvd, write_vtk};
 
 use crate::error::{Error, Result};
+use crate::sim::fe::Solid;
 use crate::sim::{Pose, Shape};
 
 /// The state of a scene at one instant, as the writers of this module see it: body `i` has
-/// shape `shapes[i]`, pose `poses[i]` and speed `speeds[i]`.
+/// shape `shapes[i]`, pose `poses[i]` and speed `speeds[i]`; the solids follow.
 #[derive(Debug, Clone, Copy)]
 pub struct SceneView<'a> {
     /// The shape of every body.
@@ -44,6 +45,8 @@ pub struct SceneView<'a> {
     pub poses: &'a [Pose],
     /// The speed of every body (norm of the linear velocity), m/s.
     pub speeds: &'a [f64],
+    /// The solids of finite elements.
+    pub solids: &'a [Solid],
 }
 
 impl SceneView<'_> {
@@ -191,6 +194,7 @@ pub(crate) mod tests {
             shapes: &shapes,
             poses: &poses,
             speeds: &[0.0],
+            solids: &[],
         };
         assert!(ok.check().is_ok());
         let bad = SceneView { speeds: &[], ..ok };

@@ -3,8 +3,9 @@
 //! A frame is an unstructured grid. Every sphere is one point with a `VTK_VERTEX` cell; draw
 //! the spheres with a Glyph filter (sphere glyph, scale by the point array `radius`, color by
 //! `speed`). Every box is a `VTK_HEXAHEDRON` cell on its 8 world-frame corners, every
-//! cylinder a `VTK_HEXAGONAL_PRISM` (the inscribed prism: 12 points). Planes are infinite
-//! and are skipped. Arrays:
+//! cylinder a `VTK_HEXAGONAL_PRISM` (the inscribed prism: 12 points), every tetrahedron of a
+//! solid of finite elements a `VTK_TETRA` on the solid's nodes (shared points; the solid's
+//! `body` index follows the bodies'). Planes are infinite and are skipped. Arrays:
 //! - point data `radius` (sphere radius; 0 on box corners) and `speed` (the body's speed);
 //! - cell data `speed` (the body's speed) and `body` (the body's index in the scene).
 
@@ -23,6 +24,8 @@ const VTK_VERTEX: u8 = 1;
 const VTK_HEXAHEDRON: u8 = 12;
 /// VTK cell type of a hexagonal prism.
 const VTK_HEXAGONAL_PRISM: u8 = 16;
+/// VTK cell type of a linear tetrahedron.
+const VTK_TETRA: u8 = 10;
 
 /// The 12 world-frame points of the hexagonal prism inscribed in a cylinder (radius `r`,
 /// half length `h`, axis = body z): the hexagon of the cap `z = −h`, then that of `z = +h`,
@@ -43,8 +46,7 @@ fn prism_corners(r: f64, h: f64, pose: &Pose) -> Vec<Vector3<f64>> {
 struct Cell {
     body: usize,
     kind: u8,
-    first_point: usize,
-    points: usize,
+    points: Vec<usize>,
 }
 
 /// The grid of a frame, as the legacy format lists it.
@@ -89,6 +91,22 @@ impl Grid {
                 Shape::Plane => {}
             }
         }
+        for (s, solid) in view.solids.iter().enumerate() {
+            let first = grid.points.len();
+            let speeds: Vec<f64> = solid.velocities.iter().map(|v| v.norm()).collect();
+            grid.points.extend_from_slice(&solid.positions);
+            grid.radius.extend(std::iter::repeat_n(0.0, speeds.len()));
+            grid.point_speed.extend_from_slice(&speeds);
+            for tet in &solid.tets {
+                grid.cells.push(Cell {
+                    body: view.shapes.len() + s,
+                    kind: VTK_TETRA,
+                    points: tet.nodes.iter().map(|n| first + n).collect(),
+                });
+                grid.cell_speed
+                    .push(tet.nodes.iter().map(|&n| speeds[n]).sum::<f64>() / 4.0);
+            }
+        }
         grid
     }
 
@@ -96,8 +114,7 @@ impl Grid {
         self.cells.push(Cell {
             body,
             kind,
-            first_point: self.points.len(),
-            points: points.len(),
+            points: (self.points.len()..self.points.len() + points.len()).collect(),
         });
         self.cell_speed.push(speed);
         self.points.extend_from_slice(points);
@@ -132,11 +149,11 @@ impl Grid {
     }
 
     fn write_cells(&self, out: &mut impl Write) -> std::io::Result<()> {
-        let size: usize = self.cells.iter().map(|c| 1 + c.points).sum();
+        let size: usize = self.cells.iter().map(|c| 1 + c.points.len()).sum();
         writeln!(out, "CELLS {} {size}", self.cells.len())?;
         for cell in &self.cells {
-            write!(out, "{}", cell.points)?;
-            for i in cell.first_point..cell.first_point + cell.points {
+            write!(out, "{}", cell.points.len())?;
+            for i in &cell.points {
                 write!(out, " {i}")?;
             }
             writeln!(out)?;
@@ -274,6 +291,7 @@ mod tests {
             shapes: &shapes,
             poses: &poses,
             speeds: &speeds,
+            solids: &[],
         };
         let path = temp_dir("vtk-frame").join("frame.vtk");
         write_vtk(&path, &view).unwrap();
@@ -313,6 +331,46 @@ mod tests {
         assert_eq!(t.after("SCALARS"), "speed");
         assert_eq!(t.after("LOOKUP_TABLE"), "default");
         assert_eq!(t.numbers::<f64>(3), [1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn solid_tetrahedra_share_their_nodes() {
+        use crate::sim::fe::{Material, Solid, TetMesh};
+        let mesh = TetMesh::cuboid([0.0; 3], [1.0; 3], [1, 1, 1]);
+        let material = Material {
+            young: 1e6,
+            poisson: 0.3,
+            density: 1000.0,
+            rayleigh: [0.0; 2],
+        };
+        let mut solid = Solid::new(&mesh, material, &[], 0.0).unwrap();
+        solid.velocities[7] = Vector3::new(0.0, 0.0, 4.0);
+        let view = SceneView {
+            shapes: &[Shape::Sphere { radius: 0.5 }],
+            poses: &[Pose::at(Vector3::zeros())],
+            speeds: &[1.0],
+            solids: std::slice::from_ref(&solid),
+        };
+        let path = temp_dir("vtk-solid").join("frame.vtk");
+        write_vtk(&path, &view).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut t = Tokens(text.split_whitespace());
+        // The sphere's point, then the cube's 8 nodes once.
+        assert_eq!(t.after("POINTS"), "9");
+        assert_eq!(t.after("CELLS"), "7");
+        let size: usize = t.numbers(1)[0];
+        let cells: Vec<usize> = t.numbers(size);
+        // Every tetrahedron holds node 0 and node 7 of the cube (points 1 and 8).
+        for tet in cells[2..].chunks(5) {
+            assert_eq!(tet[0], 4);
+            assert!(tet[1..].contains(&1) && tet[1..].contains(&8), "{tet:?}");
+        }
+        assert_eq!(t.after("CELL_TYPES"), "7");
+        assert_eq!(t.numbers::<u8>(7), [1, 10, 10, 10, 10, 10, 10]);
+        assert_eq!(t.after("CELL_DATA"), "7");
+        assert_eq!(t.after("SCALARS"), "speed");
+        assert_eq!(t.after("LOOKUP_TABLE"), "default");
+        assert_eq!(t.numbers::<f64>(7), [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
     }
 
     #[test]

@@ -75,6 +75,29 @@ pub fn detect(
     }
 }
 
+/// The contact of a shape (body A, index 0) with a point (body B, index 1; a finite-element
+/// node): the narrow phase's pair of the shape with a sphere of radius zero at the point.
+/// `None` when the point is farther than `envelope` from the shape.
+pub(crate) fn point_contact(
+    shape: &Shape,
+    pose: &Pose,
+    point: Vector3<f64>,
+    envelope: f64,
+) -> Option<Contact> {
+    let dot = Shape::Sphere { radius: 0.0 };
+    let at = Pose::at(point);
+    let bound = broad::Aabb::of(shape, pose, envelope);
+    let inside = broad::Aabb::of(&dot, &at, 0.0);
+    if matches!((bound, inside), (Some(b), Some(p)) if !b.overlaps(&p)) {
+        return None;
+    }
+    // A point exactly on a cylinder's surface gets a normal of 0/0 from the narrow phase: it
+    // is left out (it is found at the next step, inside or outside).
+    narrow::collide(0, 1, &[*shape, dot], &[*pose, at], envelope)
+        .into_iter()
+        .find(|c| c.normal.iter().all(|v| v.is_finite()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

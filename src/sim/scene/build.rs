@@ -1,15 +1,17 @@
 //! Turns a validated [`SceneFile`] into bodies and joints.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use nalgebra::{UnitQuaternion, Vector3};
 
 use super::SpecError;
 use super::spec::{
-    BodySpec, ChainSpec, ContainerSpec, LatticeSpec, MotionSpec, NetSpec, SceneFile, StackSpec,
-    TrackSpec, WallSpec,
+    BodySpec, ChainSpec, ContainerSpec, LatticeSpec, MaterialSpec, MotionSpec, NetSpec, NodeRegion,
+    SceneFile, StackSpec, TrackSpec, WallSpec,
 };
 use crate::sim::body::{Motion, Oscillation, RigidBody, mass_properties};
+use crate::sim::fe::{Material, Solid, TetMesh};
 use crate::sim::joint::{Joint, JointKind};
 use crate::sim::world::World;
 use crate::sim::{Pose, Shape};
@@ -401,7 +403,8 @@ impl SplitMix {
 }
 
 /// Builds the world of a validated scene file.
-pub(super) fn world(spec: &SceneFile) -> Result<World, SpecError> {
+/// The world of `spec`; mesh files are found relative to `base` (the scene file's folder).
+pub(super) fn world(spec: &SceneFile, base: &Path) -> Result<World, SpecError> {
     let mut b = Builder {
         bodies: Vec::new(),
         joints: Vec::new(),
@@ -486,5 +489,67 @@ pub(super) fn world(spec: &SceneFile) -> Result<World, SpecError> {
         };
         b.joint(a, bb, j.at.into(), kind);
     }
-    Ok(World::new(b.bodies, b.joints, spec.settings.clone()))
+    let mut world = World::new(b.bodies, b.joints, spec.settings.clone());
+    world.solids = solids(spec, base)?;
+    Ok(world)
+}
+
+/// The solids of `[[fe_box]]` and `[[fe_mesh]]`, in that order.
+fn solids(spec: &SceneFile, base: &Path) -> Result<Vec<Solid>, SpecError> {
+    let mut out = Vec::new();
+    for (i, fb) in spec.fe_box.iter().enumerate() {
+        let mesh = TetMesh::cuboid(fb.min, fb.max, fb.cells);
+        let at = (Some(("fe_box", i)), format!("fe_box[{i}]"));
+        out.push(solid(spec, &mesh, &fb.material, &fb.fixed, at)?);
+    }
+    for (i, fm) in spec.fe_mesh.iter().enumerate() {
+        let section = Some(("fe_mesh", i));
+        let mut mesh = TetMesh::read_gmsh(&base.join(&fm.file))
+            .map_err(|e| (section, format!("fe_mesh[{i}].file"), e.to_string()))?;
+        for p in &mut mesh.nodes {
+            (0..3).for_each(|d| p[d] += fm.offset[d]);
+        }
+        let at = (section, format!("fe_mesh[{i}]"));
+        out.push(solid(spec, &mesh, &fm.material, &fm.fixed, at)?);
+    }
+    Ok(out)
+}
+
+/// One solid on `mesh` with its nodes in the `fixed` regions held; `at` is its section and
+/// key prefix.
+fn solid(
+    spec: &SceneFile,
+    mesh: &TetMesh,
+    m: &MaterialSpec,
+    fixed: &[NodeRegion],
+    (section, prefix): (Option<(&'static str, usize)>, String),
+) -> Result<Solid, SpecError> {
+    // Nodes within this fraction of the mesh's size of a plane count as on it.
+    const ON_PLANE: f64 = 1e-9;
+    let size = mesh
+        .nodes
+        .iter()
+        .flat_map(|p| p.iter().map(|v| v.abs()))
+        .fold(0.0, f64::max);
+    let held: Vec<bool> = mesh
+        .nodes
+        .iter()
+        .map(|p| {
+            fixed.iter().any(|region| match *region {
+                NodeRegion::Box { min, max } => (0..3).all(|d| min[d] <= p[d] && p[d] <= max[d]),
+                NodeRegion::Plane { point, normal } => {
+                    let n = Vector3::from(normal).normalize();
+                    (Vector3::from(*p) - Vector3::from(point)).dot(&n) <= ON_PLANE * size
+                }
+            })
+        })
+        .collect();
+    let material = Material {
+        young: m.young,
+        poisson: m.poisson,
+        density: m.density,
+        rayleigh: m.rayleigh,
+    };
+    Solid::new(mesh, material, &held, m.friction.unwrap_or(spec.friction))
+        .map_err(|message| (section, prefix, message))
 }

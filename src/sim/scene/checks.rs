@@ -11,7 +11,7 @@ use crate::sim::body::mass_properties;
 use crate::sim::joint::JointKind;
 
 /// The tables of a scene file, as `SpecError` sections (for the line of a key).
-const SECTIONS: [&str; 11] = [
+const SECTIONS: [&str; 13] = [
     "settings",
     "run",
     "body",
@@ -22,6 +22,8 @@ const SECTIONS: [&str; 11] = [
     "wall",
     "net",
     "joint",
+    "fe_box",
+    "fe_mesh",
     "track",
 ];
 
@@ -30,6 +32,9 @@ const BODY_BYTES: usize = 2048;
 /// Memory of one contact: the contact, its Jacobian block, its rows in the solver's vectors
 /// and its warm-start entry.
 const CONTACT_BYTES: usize = 1024;
+/// Memory of one tetrahedron: its rest stiffness blocks, its 144 entries of `H` as triplets
+/// and in CSR, and its share of the Cholesky factor of `H`.
+const ELEMENT_BYTES: usize = 16384;
 /// Neighbours of a sphere in a dense packing (the kissing number): contacts per body when the
 /// envelope is small against the bodies.
 const KISSING: f64 = 12.0;
@@ -343,16 +348,23 @@ pub(super) fn memory(spec: &SceneFile, limits: &Limits) -> Result<()> {
         let c = n as f64 * (neighbours / 2.0 + 1.0);
         (c < usize::MAX as f64).then_some(c as usize)
     });
+    // The tetrahedra of the generated boxes (a mesh file's are bounded by the file).
+    let elements = spec.fe_box.iter().try_fold(0usize, |acc, b| {
+        let cells = b.cells.iter().try_fold(6usize, |n, c| n.checked_mul(*c))?;
+        acc.checked_add(cells)
+    });
     let bytes = limits::total(&[
         bodies.and_then(|n| limits::bytes_of(n, BODY_BYTES)),
         contacts.and_then(|c| limits::bytes_of(c, CONTACT_BYTES)),
+        elements.and_then(|e| limits::bytes_of(e, ELEMENT_BYTES)),
     ]);
     limits.check(
         || {
             format!(
-                "the scene ({} bodies, about {} contacts)",
+                "the scene ({} bodies, about {} contacts, {} tetrahedra)",
                 bodies.map_or("too many".into(), |n| n.to_string()),
-                contacts.map_or("too many".into(), |c| c.to_string())
+                contacts.map_or("too many".into(), |c| c.to_string()),
+                elements.map_or("too many".into(), |e| e.to_string())
             )
         },
         bytes,

@@ -12,8 +12,9 @@ mod spec;
 use std::path::Path;
 
 pub use spec::{
-    BodySpec, ChainSpec, ContainerSpec, JointSpec, LatticeSpec, MotionSpec, NetSpec, RunSettings,
-    SceneFile, StackSpec, TrackSpec, WallSpec,
+    BodySpec, ChainSpec, ContainerSpec, FeBoxSpec, FeMeshSpec, JointSpec, LatticeSpec,
+    MaterialSpec, MotionSpec, NetSpec, NodeRegion, RunSettings, SceneFile, StackSpec, TrackSpec,
+    WallSpec,
 };
 
 use super::world::World;
@@ -101,7 +102,8 @@ pub fn parse_within(
     checks::masses(&spec).map_err(spec_error)?;
     let warnings = checks::scales(&spec).map_err(spec_error)?;
     checks::memory(&spec, limits).map_err(|e| crate::problem::io::in_file(file, e))?;
-    let world = build::world(&spec).map_err(spec_error)?;
+    let base = Path::new(file).parent().unwrap_or(Path::new(""));
+    let world = build::world(&spec, base).map_err(spec_error)?;
     Ok(Scene {
         name: name.to_string(),
         world,

@@ -71,6 +71,12 @@ pub struct SceneFile {
     /// named hull.
     #[serde(default)]
     pub track: Vec<TrackSpec>,
+    /// Deformable boxes of finite elements.
+    #[serde(default)]
+    pub fe_box: Vec<FeBoxSpec>,
+    /// Deformable solids of finite elements from mesh files.
+    #[serde(default)]
+    pub fe_mesh: Vec<FeMeshSpec>,
 }
 
 /// The motion of a `[[body]]`: `"dynamic"`, `"fixed"` or `{ oscillation = {...} }`.
@@ -390,6 +396,123 @@ impl TrackSpec {
     }
 }
 
+/// The material of a solid of finite elements (a `material = { ... }` table).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaterialSpec {
+    /// Young's modulus, Pa.
+    pub young: f64,
+    /// Poisson's ratio, in `(−1, 0.5)`.
+    pub poisson: f64,
+    /// Density, kg/m³.
+    #[serde(default = "default_density")]
+    pub density: f64,
+    /// Rayleigh damping `[α (1/s), β (s)]`: `D = α M + β K`.
+    #[serde(default)]
+    pub rayleigh: [f64; 2],
+    /// Friction coefficient of the surface (default: the scene's).
+    #[serde(default)]
+    pub friction: Option<f64>,
+}
+
+/// A region of nodes held fixed: `{ box = { min, max } }` (the nodes inside the box) or
+/// `{ plane = { point, normal } }` (the nodes on the plane or behind it, against the normal).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum NodeRegion {
+    /// The nodes inside an axis-aligned box.
+    Box {
+        /// Lower corner, m.
+        min: [f64; 3],
+        /// Upper corner, m.
+        max: [f64; 3],
+    },
+    /// The nodes on a plane or behind it.
+    Plane {
+        /// A point of the plane, m.
+        point: [f64; 3],
+        /// The normal; the nodes with `(x − point)·normal ≤ 0` are selected.
+        normal: [f64; 3],
+    },
+}
+
+/// A box `[min, max]` of `cells` hexahedra, each cut into 6 corotational tetrahedra.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeBoxSpec {
+    /// Lower corner, m.
+    pub min: [f64; 3],
+    /// Upper corner, m.
+    pub max: [f64; 3],
+    /// Cells along x, y and z.
+    pub cells: [usize; 3],
+    /// The material.
+    pub material: MaterialSpec,
+    /// Regions of fixed nodes.
+    #[serde(default)]
+    pub fixed: Vec<NodeRegion>,
+}
+
+/// A tetrahedral mesh read from a Gmsh `.msh` file (format 4.1 ASCII).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeMeshSpec {
+    /// The mesh file, relative to the scene file's folder.
+    pub file: String,
+    /// Translation added to the mesh's nodes, m.
+    #[serde(default)]
+    pub offset: [f64; 3],
+    /// The material.
+    pub material: MaterialSpec,
+    /// Regions of fixed nodes (in the translated positions).
+    #[serde(default)]
+    pub fixed: Vec<NodeRegion>,
+}
+
+/// Checks a material and the fixed regions of solid `name[i]`.
+fn solid(
+    section: Option<(&'static str, usize)>,
+    prefix: &str,
+    m: &MaterialSpec,
+    fixed: &[NodeRegion],
+) -> Result<(), SpecError> {
+    positive(section, format!("{prefix}.material.young"), m.young)?;
+    positive(section, format!("{prefix}.material.density"), m.density)?;
+    if !(m.poisson > -1.0 && m.poisson < 0.5) {
+        return Err((
+            section,
+            format!("{prefix}.material.poisson"),
+            format!("is {}; Poisson's ratio must lie in (−1, 0.5)", m.poisson),
+        ));
+    }
+    for r in m.rayleigh {
+        non_negative(section, format!("{prefix}.material.rayleigh"), r)?;
+    }
+    if let Some(f) = m.friction {
+        non_negative(section, format!("{prefix}.material.friction"), f)?;
+    }
+    for (k, region) in fixed.iter().enumerate() {
+        match *region {
+            NodeRegion::Box { min, max } if (0..3).any(|d| max[d] < min[d]) => {
+                return Err((
+                    section,
+                    format!("{prefix}.fixed[{k}].box.max"),
+                    "must be at least min on every axis".into(),
+                ));
+            }
+            NodeRegion::Plane { normal, .. } if normal.iter().all(|v| *v == 0.0) => {
+                return Err((
+                    section,
+                    format!("{prefix}.fixed[{k}].plane.normal"),
+                    "is zero; a plane needs a normal".into(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn positive(section: Option<(&'static str, usize)>, key: String, v: f64) -> Result<(), SpecError> {
     if v.is_finite() && v > 0.0 {
         Ok(())
@@ -599,6 +722,32 @@ impl SceneFile {
                     "the wheels do not fit inside the loop of shoes".into(),
                 ));
             }
+        }
+        for (i, b) in self.fe_box.iter().enumerate() {
+            let sec = Some(("fe_box", i));
+            solid(sec, &format!("fe_box[{i}]"), &b.material, &b.fixed)?;
+            if b.cells.contains(&0) {
+                return Err((
+                    sec,
+                    format!("fe_box[{i}].cells"),
+                    "needs at least 1 cell on every axis".into(),
+                ));
+            }
+            if (0..3).any(|d| b.max[d] <= b.min[d]) {
+                return Err((
+                    sec,
+                    format!("fe_box[{i}].max"),
+                    "must exceed min on every axis".into(),
+                ));
+            }
+        }
+        for (i, m) in self.fe_mesh.iter().enumerate() {
+            solid(
+                Some(("fe_mesh", i)),
+                &format!("fe_mesh[{i}]"),
+                &m.material,
+                &m.fixed,
+            )?;
         }
         for (i, n) in self.net.iter().enumerate() {
             let sec = Some(("net", i));
