@@ -47,7 +47,7 @@ pub(crate) fn solve(
     };
     let (mut res, mut u) = coulomb(&gamma);
     let mut best = (settings.criterion.of(&res), res, gamma.clone());
-    let (mut iterations, mut products, mut since_best) = (0, 0, 0);
+    let (mut iterations, mut products, mut since_best, mut refinements) = (0, 0, 0, 0);
     let mut trace: Vec<TraceEntry> = Vec::new();
     let mut phases = Vec::new();
     let mut status = Status::MaxIterations;
@@ -84,6 +84,7 @@ pub(crate) fn solve(
             ..*t
         }));
         iterations += report.iterations.max(1);
+        refinements += report.refinements;
         for p in &report.phases {
             add_phase(&mut phases, &p.name, p.time_s);
         }
@@ -119,5 +120,6 @@ pub(crate) fn solve(
         gamma,
         trace,
         phases,
+        refinements,
     })
 }

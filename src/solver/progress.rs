@@ -86,6 +86,11 @@ impl<'a> Progress<'a> {
         self.iterations
     }
 
+    /// Products with `N` spent so far.
+    pub(crate) fn products(&self) -> usize {
+        self.products
+    }
+
     /// Records the iterate reached after `iterations` more iterations that cost `products`
     /// products; returns the status when the solve must stop.
     pub(crate) fn record(
@@ -185,6 +190,7 @@ impl<'a> Progress<'a> {
             gamma,
             trace: self.trace,
             phases: Vec::new(),
+            refinements: 0,
         }
     }
 }
