@@ -43,7 +43,7 @@ use crate::error::{Error, Result};
 use crate::problem::merit::{self, Residual};
 use crate::problem::sparse::CsrMatrix;
 use crate::problem::{Cone, FrictionModel, System};
-use crate::solver::progress::biased_velocity;
+use crate::solver::progress::{BestRound, biased_velocity};
 use crate::solver::{Bias, Report, Settings, Status, TraceEntry};
 
 /// The relative residual `f32` iterations reach (unit roundoff `2⁻²⁴ ≈ 6e-8`, times the
@@ -413,18 +413,18 @@ pub(crate) fn refine(
         )
     };
     let (_, mut u) = certify(&gamma);
-    let mut best = (settings.criterion.of(&residual), residual, gamma.clone());
-    let (mut rounds, mut since_best) = (0, 0);
-    while !settings.met(&best.1)
+    let mut best = BestRound::new(settings, residual, &gamma);
+    let mut rounds = 0;
+    while !settings.met(&best.residual)
         && iterations < settings.max_iter
         && rounds < MAX_ROUNDS
-        && since_best < STALLED_ROUNDS
+        && best.since < STALLED_ROUNDS
     {
         let correction = Correction::new(sys, &gamma, &u, &data.eta, bias);
         let scale = norm2(sys.r()).max(norm2(&gamma)).max(norm2(&u));
         let round_settings = Settings {
             friction: FrictionModel::Ccp,
-            tol: (ROUND_GAIN * best.0).max(0.5 * settings.tol),
+            tol: (ROUND_GAIN * best.value).max(0.5 * settings.tol),
             max_iter: settings.max_iter - iterations,
             warm_start: None,
             ..settings.clone()
@@ -447,14 +447,11 @@ pub(crate) fn refine(
         if !value.is_finite() {
             break;
         }
-        if value < best.0 {
-            best = (value, res, gamma.clone());
-            since_best = 0;
-        } else {
-            since_best += 1;
-        }
+        best.offer(value, res, &gamma);
     }
-    let (_, residual, gamma) = best;
+    let BestRound {
+        residual, gamma, ..
+    } = best;
     if settings.met(&residual) {
         status = Status::Converged;
     } else if rounds > 0 {
