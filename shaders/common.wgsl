@@ -139,14 +139,16 @@ fn project(kind: u32, mu: f32, v: vec3<f32>) -> vec3<f32> {
 
 // d = Proj_K(x + s) - x without the cancellation of the subtraction where the projection is
 // the identity (d = s) or zero (d = -x): in f32 the rounding of x in v - x otherwise swamps
-// d . g near the solution, and with it the descent test of the gradient methods.
+// d . g near the solution, and with it the descent test of the gradient methods. A unilateral
+// block of 3 rows (R+ x R^2, the tangent half-space of a sliding contact in the rotated frame
+// of a refinement round, src/gpu/refine.rs) clamps its first row only.
 fn projected_move(kind: u32, mu: f32, x: vec3<f32>, s: vec3<f32>) -> vec3<f32> {
     let v = x + s;
     if kind == 1u {
         if v.x >= 0.0 {
             return s;
         }
-        return -x;
+        return vec3<f32>(-x.x, s.y, s.z);
     }
     if kind == 2u {
         let a = mu;

@@ -14,8 +14,9 @@ use common::gpu::{context, random_cone, random_problem};
 use signorini::gpu::kernels::{self, Access, Binding, Data, Domain, Kernel};
 use signorini::gpu::step::{GpuBody, GpuContact, GpuPlane, MirrorExec, Span, StepGate, StepParams};
 use signorini::gpu::{
-    ApgdState, Apply, GpuBlock, GpuLink, MAX_GLL, Monitor, Params, Partial, ProblemData, Reduce,
-    SLOT_A, SLOT_B, SLOT_C, SLOT_RESIDUAL, SLOTS, SpgConfig, SpgState, dispatch_once,
+    ApgdState, Apply, CONE_BILATERAL, CONE_UNILATERAL, GpuBlock, GpuLink, MAX_GLL, Monitor, Params,
+    Partial, ProblemData, Reduce, SLOT_A, SLOT_B, SLOT_C, SLOT_RESIDUAL, SLOTS, SpgConfig,
+    SpgState, dispatch_once,
 };
 use signorini::problem::{Assembled, Cone, CsrMatrix, FrictionModel, Operator, Problem, System};
 use signorini::sim::Resident;
@@ -176,6 +177,20 @@ fn assembled() -> ProblemData {
         ..Settings::default()
     };
     ProblemData::new(&System::new(&problem).unwrap(), &settings).unwrap()
+}
+
+/// The factored form with the local cones of a refinement round (`src/gpu/refine.rs`)
+/// under CCP: of the 3-row blocks, a third become `ℝ₊ × ℝ²` (a 3-row unilateral block, the
+/// tangent half-space of a sliding contact) and a third bilateral.
+fn correction() -> ProblemData {
+    let mut d = factored();
+    d.params.coulomb = 0;
+    for (k, b) in d.blocks.iter_mut().enumerate() {
+        if b.dim == 3 {
+            b.kind = [CONE_UNILATERAL, CONE_BILATERAL, b.kind][k % 3];
+        }
+    }
+    d
 }
 
 /// Workgroup partials given to the kernels that read or write them: more than one
@@ -449,7 +464,7 @@ fn generated(kernel: &Kernel, forms: &[ProblemData], rng: &mut Rng) -> Vec<(u32,
 #[test]
 fn every_kernel_matches_its_cpu_mirror() {
     let Some(ctx) = context() else { return };
-    let forms = [factored(), assembled()];
+    let forms = [factored(), assembled(), correction()];
     let trace = traced();
     let mut rng = Rng(99);
     for kernel in kernels::ALL {

@@ -309,7 +309,7 @@ pub(crate) fn index(v: usize) -> Result<u32> {
         .map_err(|_| Error::Gpu(format!("{v} exceeds the 32-bit indices of the kernels")))
 }
 
-fn to_f32(v: &[f64]) -> Vec<f32> {
+pub(crate) fn to_f32(v: &[f64]) -> Vec<f32> {
     v.iter().map(|&x| x as f32).collect()
 }
 
@@ -329,13 +329,19 @@ fn factored_links(op: &FactoredOperator, blocks: &[GpuBlock]) -> Vec<GpuLink> {
         .collect()
 }
 
-/// The Jacobian in the component-major layout of [`OperatorData::Factored`]'s `jac`.
-fn component_major(op: &FactoredOperator, blocks: &[GpuBlock], max_dim: u32) -> Vec<f32> {
+/// The Jacobian rows `rows` of `op` (its own, or rotated ones in the same places) in the
+/// component-major layout of [`OperatorData::Factored`]'s `jac`.
+pub(crate) fn component_major(
+    rows: &[[f64; 6]],
+    op: &FactoredOperator,
+    blocks: &[GpuBlock],
+    max_dim: u32,
+) -> Vec<f32> {
     let n = blocks.len();
     let mut jac = vec![0.0f32; 2 * max_dim as usize * 6 * n];
     for (k, b) in blocks.iter().enumerate() {
         let dim = b.dim as usize;
-        let rows = &op.jac()[b.jac as usize..][..op.block_bodies(k).len() * dim];
+        let rows = &rows[b.jac as usize..][..op.block_bodies(k).len() * dim];
         for (j, row) in rows.iter().enumerate() {
             let slot = (j / dim) * max_dim as usize + j % dim;
             for (c, v) in row.iter().enumerate() {
@@ -395,7 +401,7 @@ impl ProblemData {
                 OperatorData::Factored {
                     links_ptr: indices(op.links_ptr())?,
                     links: factored_links(op, &blocks),
-                    jac: component_major(op, &blocks, max_dim),
+                    jac: component_major(op.jac(), op, &blocks, max_dim),
                     minv_jac: flat(op.minv_jac()),
                 },
                 op.bodies(),

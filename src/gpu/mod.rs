@@ -27,6 +27,9 @@
 //!   `apgd-gpu`): one shell, [`GpuSolver`] over a [`Method`] whose kernels are one schedule
 //!   of dispatches (the private `Program`: start, iteration, measure, refresh period);
 //!   their [`GpuSession`]s keep kernels and buffers for the next problem of the same sizes.
+//! - [`refine`]: mixed-precision refinement of their answers to `f64` accuracy when the
+//!   tolerance is below [`F32_REACH`] (correction problems in `f32` on the GPU, residuals in
+//!   `f64` on the CPU).
 
 mod apgd;
 pub mod bandwidth;
@@ -37,6 +40,7 @@ mod engine;
 mod jacobi;
 pub mod kernels;
 mod program;
+pub mod refine;
 mod spg;
 pub mod step;
 
@@ -50,4 +54,5 @@ pub use data::{
 pub use engine::{GpuStats, dispatch_once};
 pub use jacobi::{JacobiGpu, JacobiMethod};
 pub use program::{GpuKernels, GpuSession, GpuSolver, Method, READBACK_EVERY};
+pub use refine::{F32_REACH, MAX_ROUNDS};
 pub use spg::{SpgGpu, SpgMethod};

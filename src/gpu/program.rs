@@ -10,6 +10,7 @@ use super::context::GpuContext;
 use super::data::{Monitor, ProblemData};
 use super::engine::{Engine, GpuStats, Step, record};
 use super::kernels::{Domain, Kernel};
+use super::refine;
 use crate::error::{Error, Result};
 use crate::problem::System;
 use crate::problem::merit::{self, Residual};
@@ -256,20 +257,16 @@ impl GpuKernels {
         self.program.iteration(1).map(Step::bytes).sum()
     }
 
-    /// Solves the problem of `data` (uploaded, same as `sys` with `bias` under `settings`): chunks of
+    /// Iterates on the problem of `data` (uploaded) under `settings`: chunks of
     /// [`READBACK_EVERY`] iterations, each followed by the residual and the best-iterate
     /// bookkeeping on the GPU and one readback of a [`Monitor`]; the first submission also
-    /// measures the initial iterate. The returned impulses (the last iterate if converged,
-    /// else the best one) are read back once and their residual measured in `f64` on the
-    /// CPU: the report's residual and merit certify the result.
-    pub(crate) fn solve(
+    /// measures the initial iterate. Returns the progress, the status and the impulses (the
+    /// last iterate if converged, else the best one), read back once and widened.
+    pub(crate) fn iterate<'a>(
         &mut self,
-        name: &'static str,
-        sys: &System,
-        settings: &Settings,
-        bias: Bias,
+        settings: &'a Settings,
         data: &ProblemData,
-    ) -> Result<Report> {
+    ) -> Result<(Progress<'a>, Status, Vec<f64>)> {
         let mut state: Option<(Progress, Option<Status>)> = None;
         let outcome = loop {
             let first = state.is_none();
@@ -329,6 +326,21 @@ impl GpuKernels {
                 .collect(),
             None => data.gamma_f64.clone(),
         };
+        Ok((progress, status, gamma))
+    }
+
+    /// Solves the problem of `data` (uploaded, same as `sys` with `bias` under `settings`)
+    /// by [`GpuKernels::iterate`], then measures the residual of the returned impulses in
+    /// `f64` on the CPU: the report's residual and merit certify the result.
+    pub(crate) fn solve(
+        &mut self,
+        name: &'static str,
+        sys: &System,
+        settings: &Settings,
+        bias: Bias,
+        data: &ProblemData,
+    ) -> Result<Report> {
+        let (progress, status, gamma) = self.iterate(settings, data)?;
         let u = biased_velocity(sys, bias, &gamma);
         let certified = merit::residual(sys, &gamma, &u, settings.friction, &data.eta);
         Ok(progress.report(name, sys, status, gamma, certified))
@@ -418,6 +430,7 @@ impl<M: Method> GpuSolver<M> {
             method: self.method.clone(),
             context: self.context()?,
             kernels: None,
+            correction: None,
             stats: GpuStats::default(),
             analyses: 0,
         })
@@ -445,18 +458,56 @@ impl<M: Method> Solver for GpuSolver<M> {
 
 /// A GPU solver's session: the kernels and buffers of the last problem, kept while the
 /// problem's sizes stand (the next step of a simulation, the next outer round of the
-/// Coulomb fixed point only upload their data) and rebuilt when they change.
+/// Coulomb fixed point only upload their data) and rebuilt when they change; and those of the
+/// correction problems of mixed-precision refinement ([`super::refine`]), kept likewise.
 pub struct GpuSession<M> {
     method: M,
     context: Arc<GpuContext>,
     kernels: Option<GpuKernels>,
+    correction: Option<GpuKernels>,
     /// Traffic of the last solve.
     stats: GpuStats,
     analyses: usize,
 }
 
+/// The kernels of `slot` on `data`: reloaded when the sizes fit, else built anew (counted in
+/// `analyses`); with whether they were reused.
+fn kernels_for<'a, M: Method>(
+    method: &M,
+    context: &GpuContext,
+    slot: &'a mut Option<GpuKernels>,
+    data: &ProblemData,
+    analyses: &mut usize,
+) -> Result<(&'a mut GpuKernels, bool)> {
+    let reused = slot.as_mut().is_some_and(|k| k.reload(data));
+    if !reused {
+        *slot = None;
+        *slot = Some(method.kernels(context, data)?);
+        *analyses += 1;
+    }
+    Ok((slot.as_mut().expect("set above"), reused))
+}
+
+/// Adds the traffic of `run` on `kernels` to `stats`.
+fn counted<T>(
+    stats: &mut GpuStats,
+    kernels: &mut GpuKernels,
+    run: impl FnOnce(&mut GpuKernels) -> T,
+) -> T {
+    let before = kernels.stats();
+    let out = run(kernels);
+    let after = kernels.stats();
+    stats.submissions += after.submissions - before.submissions;
+    stats.readbacks += after.readbacks - before.readbacks;
+    out
+}
+
 impl<M: Method> GpuSession<M> {
     /// [`Session::solve`] that also returns the host–GPU traffic counters of this solve.
+    ///
+    /// A tolerance below [`super::refine::F32_REACH`] refines the `f32` answer to `f64`
+    /// accuracy ([`super::refine`]); the Coulomb model then runs as the outer De Saxcé fixed
+    /// point for every method, each inner CCP solve refined.
     pub fn solve_with_stats(
         &mut self,
         sys: &System,
@@ -464,31 +515,37 @@ impl<M: Method> GpuSession<M> {
     ) -> Result<(Report, GpuStats)> {
         settings.validate(sys.rows())?;
         self.stats = GpuStats::default();
+        let refined = refine::enabled(settings);
         let GpuSession {
             method,
             context,
             kernels,
+            correction,
             stats,
             analyses,
         } = self;
         let mut solve = |s: &Settings, bias: Bias| -> Result<Report> {
             let data = method.data(sys, s, bias)?;
-            let reused = kernels.as_mut().is_some_and(|k| k.reload(&data));
-            if !reused {
-                *kernels = None;
-                *kernels = Some(method.kernels(context, &data)?);
-                *analyses += 1;
-            }
-            let k = kernels.as_mut().expect("set above");
-            let before = k.stats();
-            let out = k.solve(M::NAME, sys, s, bias, &data);
-            let after = k.stats();
-            stats.submissions += after.submissions - before.submissions;
-            stats.readbacks += after.readbacks - before.readbacks;
+            let (k, reused) = kernels_for(method, context, kernels, &data, analyses)?;
             stats.reused = reused;
-            out
+            if !refined {
+                return counted(stats, k, |k| k.solve(M::NAME, sys, s, bias, &data));
+            }
+            let first_settings = refine::first_settings(s);
+            let first = counted(stats, k, |k| {
+                k.solve(M::NAME, sys, &first_settings, bias, &data)
+            })?;
+            refine::refine(sys, s, bias, &data, first, |cdata, cs| {
+                let (k, _) = kernels_for(method, context, correction, cdata, analyses)?;
+                let (progress, _, delta) = counted(stats, k, |k| k.iterate(cs, cdata))?;
+                Ok(refine::Round {
+                    iterations: progress.iterations(),
+                    products: progress.products(),
+                    delta,
+                })
+            })
         };
-        let report = if M::OUTER_COULOMB {
+        let report = if M::OUTER_COULOMB || refined {
             coulomb::solve(M::NAME, sys, settings, solve)?
         } else {
             solve(settings, None)?

@@ -5,6 +5,7 @@
 
 use std::time::Instant;
 
+use super::progress::BestRound;
 use super::{Bias, Report, Settings, Status, TraceEntry, add_phase, block_steps};
 use crate::error::Result;
 use crate::problem::merit::{self, Residual};
@@ -46,8 +47,8 @@ pub(crate) fn solve(
         )
     };
     let (mut res, mut u) = coulomb(&gamma);
-    let mut best = (settings.criterion.of(&res), res, gamma.clone());
-    let (mut iterations, mut products, mut since_best) = (0, 0, 0);
+    let mut best = BestRound::new(settings, res, &gamma);
+    let (mut iterations, mut products, mut refinements) = (0, 0, 0);
     let mut trace: Vec<TraceEntry> = Vec::new();
     let mut phases = Vec::new();
     let mut status = Status::MaxIterations;
@@ -84,6 +85,7 @@ pub(crate) fn solve(
             ..*t
         }));
         iterations += report.iterations.max(1);
+        refinements += report.refinements;
         for p in &report.phases {
             add_phase(&mut phases, &p.name, p.time_s);
         }
@@ -95,19 +97,14 @@ pub(crate) fn solve(
             status = Status::NumericalError;
             break;
         }
-        if value < best.0 {
-            best = (value, res, gamma.clone());
-            since_best = 0;
-        } else {
-            since_best += 1;
-            if since_best >= STALL_ROUNDS {
-                status = Status::Stalled;
-                break;
-            }
+        best.offer(value, res, &gamma);
+        if best.since >= STALL_ROUNDS {
+            status = Status::Stalled;
+            break;
         }
     }
     if status != Status::Converged {
-        (_, res, gamma) = best;
+        (res, gamma) = (best.residual, best.gamma);
     }
     Ok(Report {
         solver: name.to_string(),
@@ -119,5 +116,6 @@ pub(crate) fn solve(
         gamma,
         trace,
         phases,
+        refinements,
     })
 }

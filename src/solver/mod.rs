@@ -257,6 +257,14 @@ pub struct Report {
     /// and `polish`), seconds; empty for the others.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<Phase>,
+    /// Rounds of mixed-precision refinement a GPU solver ran after its `f32` iterations
+    /// (`gpu::refine`); 0 for the others.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refinements: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The wall time of one phase of a solve.

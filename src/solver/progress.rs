@@ -32,6 +32,45 @@ fn norm_inf(v: &[f64]) -> f64 {
     v.iter().fold(0.0, |m, x| m.max(x.abs()))
 }
 
+/// The best iterate of an outer loop of rounds (the Coulomb fixed point, the refinement of
+/// the GPU solvers) by the criterion's value, and the rounds since it last improved.
+pub(crate) struct BestRound {
+    /// The criterion's value of `gamma`.
+    pub(crate) value: f64,
+    /// The residual of `gamma`.
+    pub(crate) residual: Residual,
+    /// The best iterate.
+    pub(crate) gamma: Vec<f64>,
+    /// Rounds since the last improvement.
+    pub(crate) since: usize,
+}
+
+impl BestRound {
+    /// Starts from `gamma` with its `residual` under `settings`.
+    pub(crate) fn new(settings: &Settings, residual: Residual, gamma: &[f64]) -> Self {
+        BestRound {
+            value: settings.criterion.of(&residual),
+            residual,
+            gamma: gamma.to_vec(),
+            since: 0,
+        }
+    }
+
+    /// Keeps `gamma` when its `value` improves on the best, else counts one more round.
+    pub(crate) fn offer(&mut self, value: f64, residual: Residual, gamma: &[f64]) {
+        if value < self.value {
+            *self = BestRound {
+                value,
+                residual,
+                gamma: gamma.to_vec(),
+                since: 0,
+            };
+        } else {
+            self.since += 1;
+        }
+    }
+}
+
 /// Progress of one solve: fed each measured iterate, it keeps the trace and the best
 /// iterate and says when to stop; [`Progress::finish`] turns it into the report.
 pub(crate) struct Progress<'a> {
@@ -84,6 +123,11 @@ impl<'a> Progress<'a> {
     /// Iterations so far.
     pub(crate) fn iterations(&self) -> usize {
         self.iterations
+    }
+
+    /// Products with `N` spent so far.
+    pub(crate) fn products(&self) -> usize {
+        self.products
     }
 
     /// Records the iterate reached after `iterations` more iterations that cost `products`
@@ -185,6 +229,7 @@ impl<'a> Progress<'a> {
             gamma,
             trace: self.trace,
             phases: Vec::new(),
+            refinements: 0,
         }
     }
 }

@@ -26,10 +26,11 @@ pub fn reports(sys: &System, reports: &[Report]) -> String {
     let opt = |f: fn(&Report) -> Option<f64>| {
         col(&|r| f(r).map_or("-".to_string(), |x| format!("{x:.3e}")))
     };
-    let rows: [(&str, Vec<String>); 12] = [
+    let rows: [(&str, Vec<String>); 13] = [
         ("solver", col(&|r| r.solver.clone())),
         ("status", col(&|r| r.status.to_string())),
         ("iterations", col(&|r| r.iterations.to_string())),
+        ("refinements", col(&|r| r.refinements.to_string())),
         ("time [s]", num(|r| r.time_s)),
         ("natural map ∞", num(|r| r.merit.natural_map_inf)),
         ("natural map 2", num(|r| r.merit.natural_map_2)),
@@ -61,6 +62,9 @@ pub fn report_json(r: &Report) -> serde_json::Value {
     });
     if !r.phases.is_empty() {
         out["phases"] = json!(r.phases);
+    }
+    if r.refinements > 0 {
+        out["refinements"] = json!(r.refinements);
     }
     out
 }

@@ -101,12 +101,13 @@ pub fn project(kind: u32, mu: f32, v: [f32; 3]) -> [f32; 3] {
 }
 
 /// `projected_move` of `shaders/common.wgsl`: `Π_K(x + s) − x`, exactly `s` or `−x` where
-/// the projection is the identity or zero.
+/// the projection is the identity or zero (a unilateral block of 3 rows, `ℝ₊ × ℝ²`, clamps
+/// its first row only).
 pub fn projected_move(kind: u32, mu: f32, x: [f32; 3], s: [f32; 3]) -> [f32; 3] {
     let v: [f32; 3] = std::array::from_fn(|i| x[i] + s[i]);
     let neg = x.map(|xi| -xi);
     if kind == CONE_UNILATERAL {
-        return if v[0] >= 0.0 { s } else { neg };
+        return if v[0] >= 0.0 { s } else { [-x[0], s[1], s[2]] };
     }
     if kind == CONE_COULOMB {
         let (a, n) = (mu, v[0]);

@@ -434,6 +434,7 @@ impl IpSession {
             gamma,
             trace,
             phases,
+            refinements: 0,
         })
     }
 
@@ -463,6 +464,7 @@ impl IpSession {
                     gamma,
                     trace: Vec::new(),
                     phases: Vec::new(),
+                    refinements: 0,
                 }
             })
     }

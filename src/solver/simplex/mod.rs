@@ -347,6 +347,7 @@ fn finish(
             products: pivots,
         }],
         phases: Vec::new(),
+        refinements: 0,
     };
     if verify && status == Status::Converged && !meets(&report, settings) {
         report.status = Status::NumericalError;
