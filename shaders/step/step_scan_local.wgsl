@@ -1,13 +1,11 @@
 // Exclusive prefix sums, first pass: each workgroup scans 256 counts in workgroup memory
-// (Hillis-Steele; integers, so exact), writes the inclusive sums to starts[i + 1]
+// (`inclusive_scan`), writes the inclusive sums to starts[i + 1]
 // (starts[0] = 0) and its total to totals. Mirror: `src/gpu/cpu/step.rs::step_scan_local`.
 
 @group(0) @binding(0) var<uniform> span: Span;
 @group(0) @binding(1) var<storage, read> counts: array<u32>;
 @group(0) @binding(2) var<storage, read_write> starts: array<u32>;
 @group(0) @binding(3) var<storage, read_write> totals: array<u32>;
-
-var<workgroup> sums: array<u32, 256>;
 
 @compute @workgroup_size(256)
 fn main(
@@ -20,24 +18,14 @@ fn main(
     if i < span.count {
         v = counts[i];
     }
-    sums[lid.x] = v;
-    for (var s = 1u; s < WORKGROUP; s = s * 2u) {
-        workgroupBarrier();
-        var add = 0u;
-        if lid.x >= s {
-            add = sums[lid.x - s];
-        }
-        workgroupBarrier();
-        sums[lid.x] = sums[lid.x] + add;
-    }
-    workgroupBarrier();
+    let sum = inclusive_scan(lid.x, v);
     if i < span.count {
-        starts[i + 1u] = sums[lid.x];
+        starts[i + 1u] = sum;
     }
     if i == 0u {
         starts[0] = 0u;
     }
     if lid.x == WORKGROUP - 1u {
-        totals[wid.x] = sums[lid.x];
+        totals[wid.x] = sum;
     }
 }

@@ -248,11 +248,14 @@ macro_rules! argument {
 
 /// A [`Kernel`]: `kernel!(name, tree, Domain, [binding: Access [Data] or (Data), ...])`; the
 /// source is `shaders/name.wgsl`, the mirror `cpu::name`. `kernel!(step name, ...)`: a
-/// time-step kernel, `shaders/step/name.wgsl` after `shaders/step/step_common.wgsl`.
+/// time-step kernel, `shaders/step/name.wgsl` after `shaders/step/step_common.wgsl` and
+/// `shaders/step/step_scan.wgsl`.
 macro_rules! kernel {
     (step $name:ident, $tree:expr, $domain:ident, $bindings:tt) => {
         kernel!(@with concat!(
             include_str!("../../shaders/step/step_common.wgsl"),
+            "\n",
+            include_str!("../../shaders/step/step_scan.wgsl"),
             "\n",
             include_str!(concat!("../../shaders/step/", stringify!($name), ".wgsl"))
         ), $name, $tree, $domain, $bindings)
