@@ -156,13 +156,12 @@ impl DeviceExec {
         let mut times = Vec::new();
         if !self.has_timestamps() {
             for op in ops {
-                let mut encoder = self.encoder();
                 let DeviceOp::Pass(steps) = op else {
+                    let mut encoder = self.encoder();
                     self.record_transfer(&mut encoder, op);
                     self.ctx.queue.submit([encoder.finish()]);
                     continue;
                 };
-                self.ctx.queue.submit([encoder.finish()]);
                 for step in steps {
                     let mut encoder = self.encoder();
                     record(&mut encoder, [step]);
