@@ -501,6 +501,8 @@ fn resident_for(
         ))
     } else if outputs.gpu_solve_only {
         Some("asked for (--pipeline gpu-solve)".to_string())
+    } else if world.settings.certify {
+        Some("the answers are certified in f64 (--certify), which needs them on the host".into())
     } else if outputs.dump_steps.iter().any(|&k| k > 0) || outputs.dump_every > 0 {
         Some("problems are dumped, which needs the CPU's assembly".to_string())
     } else {
