@@ -302,7 +302,7 @@ pub struct ProblemData {
     pub eta: Vec<f64>,
     /// Whether the kernel `block_steps` computes the blocks' `η_k` and the preconditioner
     /// on the device before the solve (factored form under the `MaxEigenvalue` rule, see
-    /// [`ProblemData::for_device`]); the host's `blocks[k].eta` and `precond` are then
+    /// the solvers' data); the host's `blocks[k].eta` and `precond` are then
     /// placeholders.
     pub device_steps: bool,
     /// APGD's initial Lipschitz estimate `‖(N + E) 1‖ / √m`
