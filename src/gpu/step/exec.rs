@@ -6,6 +6,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
+use rayon::prelude::*;
+
 use super::schedule::{Buf, BufferSpec, Op};
 use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
@@ -122,7 +124,46 @@ fn add_time(times: &mut Vec<(&'static str, f64)>, name: &'static str, seconds: f
     }
 }
 
+/// One operation of a run as it is encoded: a dispatch, or a clear or a copy.
+enum Unit<'a> {
+    Dispatch(&'a Step),
+    Transfer(&'a DeviceOp),
+}
+
+/// Operations per command buffer of a run at least, when it is encoded in parts
+/// ([`Executor::run`]): fewer would cost more in threads than they save.
+const UNITS_PER_PART: usize = 48;
+
 impl DeviceExec {
+    /// One command buffer of `units`, consecutive dispatches in one compute pass.
+    fn encode(&self, units: &[Unit]) -> wgpu::CommandBuffer {
+        let mut encoder = self.encoder();
+        let mut rest = units;
+        while let Some(first) = rest.first() {
+            match first {
+                Unit::Transfer(op) => {
+                    self.record_transfer(&mut encoder, op);
+                    rest = &rest[1..];
+                }
+                Unit::Dispatch(_) => {
+                    let n = rest
+                        .iter()
+                        .position(|u| matches!(u, Unit::Transfer(_)))
+                        .unwrap_or(rest.len());
+                    record(
+                        &mut encoder,
+                        rest[..n].iter().filter_map(|u| match u {
+                            Unit::Dispatch(step) => Some(*step),
+                            Unit::Transfer(_) => None,
+                        }),
+                    );
+                    rest = &rest[n..];
+                }
+            }
+        }
+        encoder.finish()
+    }
+
     /// Records a clear or a copy (not a pass).
     fn record_transfer(&self, encoder: &mut wgpu::CommandEncoder, op: &DeviceOp) {
         match *op {
@@ -333,18 +374,25 @@ impl Executor for DeviceExec {
     }
 
     fn run(&mut self, programs: &[&DeviceProgram]) -> Result<()> {
-        let mut encoder = self
-            .ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
-        for op in programs.iter().flat_map(|p| &p.0) {
-            match op {
-                DeviceOp::Pass(steps) => record(&mut encoder, steps),
-                other => self.record_transfer(&mut encoder, other),
-            }
-        }
-        self.in_flight
-            .push_back(self.ctx.queue.submit([encoder.finish()]));
+        // The host's cost of a step is wgpu's encoding of its few hundred dispatches (most
+        // of it in `finish`): the run is cut into consecutive parts encoded on the rayon
+        // threads into command buffers of their own, submitted together in order (wgpu
+        // places the barriers between them as within one).
+        let units: Vec<Unit> = programs
+            .iter()
+            .flat_map(|p| &p.0)
+            .flat_map(|op| match op {
+                DeviceOp::Pass(steps) => steps.iter().map(Unit::Dispatch).collect(),
+                other => vec![Unit::Transfer(other)],
+            })
+            .collect();
+        let parts = (units.len() / UNITS_PER_PART).clamp(1, rayon::current_num_threads());
+        let this = &*self;
+        let commands: Vec<wgpu::CommandBuffer> = units
+            .par_chunks(units.len().div_ceil(parts).max(1))
+            .map(|part| this.encode(part))
+            .collect();
+        self.in_flight.push_back(self.ctx.queue.submit(commands));
         while self.in_flight.len() > IN_FLIGHT {
             let oldest = self.in_flight.pop_front();
             let start = Instant::now();
