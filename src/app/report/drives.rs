@@ -1,0 +1,130 @@
+//! The force–displacement record of a run's linear drives, streamed to
+//! `force_displacement.csv`: per step, for every `prescribed` joint with a non-zero
+//! `velocity` (a pusher, thesis §5.3.2), how far its body has moved along the prescribed
+//! direction and the force it takes to move it so.
+//!
+//! Columns: `step` (1-based), `time` (s), `joint` (its index among the scene's joints),
+//! `displacement` (m: B's anchor from A's anchor along the prescribed direction `ê`, zero
+//! when the joint was made), `joint_force` (N: the joint's linear impulse on B over the time
+//! step, along `ê`) and `force` (N: the force B passes on along `ê` to what it touches,
+//! `joint_force + m g·ê − m Δv·ê / h`, its weight added and its inertia taken out; exact when
+//! the drive is B's only joint). Numbers in Rust's shortest round-trip formatting.
+
+use nalgebra::Vector3;
+
+use super::steps_csv::CsvFile;
+use crate::error::Result;
+use crate::sim::World;
+use crate::sim::joint::JointKind;
+
+/// The header line of the CSV file (without the line break).
+pub const HEADER: &str = "step,time,joint,displacement,joint_force,force";
+
+/// The name of the file in a run's folder.
+pub const FILE: &str = "force_displacement.csv";
+
+/// One linear drive's reading after a step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DriveReading {
+    /// The joint.
+    pub joint: usize,
+    /// Displacement of B along the prescribed direction since the joint was made, m.
+    pub displacement: f64,
+    /// The joint's force on B along the prescribed direction, N.
+    pub joint_force: f64,
+    /// The force B passes on along the prescribed direction, N.
+    pub force: f64,
+}
+
+/// The world direction `ê` of joint `j`'s prescribed velocity when it is a linear drive of a
+/// dynamic body (`None` otherwise).
+fn direction(world: &World, j: usize) -> Option<Vector3<f64>> {
+    let joint = &world.joints[j];
+    let JointKind::Prescribed { velocity, .. } = joint.kind else {
+        return None;
+    };
+    let v = Vector3::from(velocity).try_normalize(0.0)?;
+    let a = joint
+        .body_a
+        .map_or_else(Default::default, |i| world.bodies[i].pose.orientation);
+    world.bodies[joint.body_b].is_dynamic().then(|| a * v)
+}
+
+/// The linear drives of `world`'s joints, as joint indices.
+pub fn linear_drives(world: &World) -> Vec<usize> {
+    (0..world.joints.len())
+        .filter(|&j| direction(world, j).is_some())
+        .collect()
+}
+
+/// The reading of linear drive `j` after a step whose driven body started at velocity
+/// `before` (m/s).
+pub fn reading(world: &World, j: usize, before: &Vector3<f64>) -> DriveReading {
+    let joint = &world.joints[j];
+    let e = direction(world, j).unwrap_or_default();
+    let b = &world.bodies[joint.body_b];
+    let pa = joint.body_a.map_or(joint.anchor_a, |i| {
+        world.bodies[i].pose.to_world(&joint.anchor_a)
+    });
+    let pb = b.pose.to_world(&joint.anchor_b);
+    let h = world.settings.dt;
+    // The first three rows are the linear ones, along world x, y, z (`Joint::rows`).
+    let gamma = world.joint_impulses(j);
+    let impulse = Vector3::new(gamma[0], gamma[1], gamma[2]);
+    let joint_force = impulse.dot(&e) / h;
+    let weight = b.mass * Vector3::from(world.settings.gravity).dot(&e);
+    let inertia = b.mass * (b.velocity - before).dot(&e) / h;
+    DriveReading {
+        joint: j,
+        displacement: (pb - pa).dot(&e),
+        joint_force,
+        force: joint_force + weight - inertia,
+    }
+}
+
+/// A `force_displacement.csv` being written, with the driven bodies' velocities before the
+/// next step.
+#[derive(Debug)]
+pub struct DrivesCsv {
+    file: CsvFile,
+    drives: Vec<usize>,
+    before: Vec<Vector3<f64>>,
+}
+
+impl DrivesCsv {
+    /// Creates the file at `path` for the linear drives of `world`, in its state before the
+    /// first step to be written.
+    pub fn create(path: &std::path::Path, world: &World) -> Result<Self> {
+        let drives = linear_drives(world);
+        Ok(DrivesCsv {
+            file: CsvFile::create(path, HEADER)?,
+            before: velocities(world, &drives),
+            drives,
+        })
+    }
+
+    /// Appends one line per drive for the step just taken, flushed.
+    pub fn write(&mut self, world: &World) -> Result<()> {
+        for (&j, before) in self.drives.iter().zip(&self.before) {
+            let r = reading(world, j, before);
+            self.file.write(&format!(
+                "{},{},{},{},{},{}",
+                world.steps, world.time, r.joint, r.displacement, r.joint_force, r.force
+            ))?;
+        }
+        self.before = velocities(world, &self.drives);
+        Ok(())
+    }
+
+    /// Flushes and syncs the file.
+    pub fn finish(self) -> Result<()> {
+        self.file.finish()
+    }
+}
+
+fn velocities(world: &World, drives: &[usize]) -> Vec<Vector3<f64>> {
+    drives
+        .iter()
+        .map(|&j| world.bodies[world.joints[j].body_b].velocity)
+        .collect()
+}
