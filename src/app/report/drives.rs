@@ -9,11 +9,16 @@
 //! step, along `ê`) and `force` (N: the force B passes on along `ê` to what it touches,
 //! `joint_force + m g·ê − m Δv·ê / h`, its weight added and its inertia taken out; exact when
 //! the drive is B's only joint). Numbers in Rust's shortest round-trip formatting.
+//!
+//! [`write_chart`] draws such files (`signorini force-chart`) with a reference stiffness.
+
+use std::path::{Path, PathBuf};
 
 use nalgebra::Vector3;
 
+use super::chart::{Line, Panel, write_panels};
 use super::steps_csv::CsvFile;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::sim::World;
 use crate::sim::joint::JointKind;
 
@@ -94,7 +99,7 @@ pub struct DrivesCsv {
 impl DrivesCsv {
     /// Creates the file at `path` for the linear drives of `world`, in its state before the
     /// first step to be written.
-    pub fn create(path: &std::path::Path, world: &World) -> Result<Self> {
+    pub fn create(path: &Path, world: &World) -> Result<Self> {
         let drives = linear_drives(world);
         Ok(DrivesCsv {
             file: CsvFile::create(path, HEADER)?,
@@ -127,4 +132,120 @@ fn velocities(world: &World, drives: &[usize]) -> Vec<Vector3<f64>> {
         .iter()
         .map(|&j| world.bodies[world.joints[j].body_b].velocity)
         .collect()
+}
+
+/// One drive's curve read back from a `force_displacement.csv`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Curve {
+    /// The joint.
+    pub joint: usize,
+    /// `(displacement, force)` per step, in step order (m, N).
+    pub points: Vec<(f64, f64)>,
+}
+
+/// The curves of a `force_displacement.csv` at `path`, one per joint. A missing column or a
+/// number that does not parse is an error naming the file and the line.
+pub fn read_curves(path: &Path) -> Result<Vec<Curve>> {
+    let bad = |line: usize, what: String| {
+        Error::Report(format!("{}: line {line}: {what}", path.display()))
+    };
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let column = |name: &str| {
+        header.iter().position(|h| *h == name).ok_or_else(|| {
+            bad(
+                1,
+                format!("no column `{name}` (header `{HEADER}` expected)"),
+            )
+        })
+    };
+    let (joint, displacement, force) =
+        (column("joint")?, column("displacement")?, column("force")?);
+    let mut curves: Vec<Curve> = Vec::new();
+    for (i, line) in lines.enumerate() {
+        let fields: Vec<&str> = line.split(',').collect();
+        let field = |c: usize| {
+            fields.get(c).ok_or_else(|| {
+                bad(
+                    i + 2,
+                    format!("{} fields, {} expected", fields.len(), header.len()),
+                )
+            })
+        };
+        let number = |c: usize| -> Result<f64> {
+            let text = field(c)?;
+            text.parse().map_err(|_| {
+                bad(
+                    i + 2,
+                    format!("`{text}` in column `{}` is not a number", header[c]),
+                )
+            })
+        };
+        let j: usize = field(joint)?
+            .parse()
+            .map_err(|_| bad(i + 2, "the joint is not an index".into()))?;
+        let point = (number(displacement)?, number(force)?);
+        match curves.iter_mut().find(|c| c.joint == j) {
+            Some(c) => c.points.push(point),
+            None => curves.push(Curve {
+                joint: j,
+                points: vec![point],
+            }),
+        }
+    }
+    Ok(curves)
+}
+
+/// Size in pixels of one panel of [`write_chart`].
+const PANEL_SIZE: (u32, u32) = (640, 480);
+
+/// Writes a PNG at `out`: one panel per run (`(caption, force_displacement.csv)`) with its
+/// force against displacement, one line per drive, and the line `F = k d` of `reference`
+/// (`(label, k in N/m)`, e.g. `48EI/L³`) over the run's displacements.
+pub fn write_chart(
+    out: &Path,
+    title: &str,
+    runs: &[(String, PathBuf)],
+    reference: Option<(&str, f64)>,
+) -> Result<()> {
+    // Per run, its curves and then the reference line, as (label, points).
+    let mut labelled = Vec::new();
+    for (_, path) in runs {
+        let curves = read_curves(path)?;
+        let reach = curves
+            .iter()
+            .flat_map(|c| c.points.iter().map(|p| p.0))
+            .filter(|d| d.is_finite())
+            .fold(0.0, f64::max);
+        let mut lines: Vec<_> = curves
+            .into_iter()
+            .map(|c| (format!("force, joint {}", c.joint), c.points))
+            .collect();
+        if let Some((label, k)) = reference {
+            lines.push((
+                format!("{label} = {k} N/m"),
+                vec![(0.0, 0.0), (reach, k * reach)],
+            ));
+        }
+        labelled.push(lines);
+    }
+    let lines: Vec<Vec<Line>> = labelled
+        .iter()
+        .map(|run| {
+            run.iter()
+                .map(|(label, points)| Line { label, points })
+                .collect()
+        })
+        .collect();
+    let panels: Vec<Panel> = runs
+        .iter()
+        .zip(&lines)
+        .map(|((caption, _), lines)| Panel { caption, lines })
+        .collect();
+    let size = (PANEL_SIZE.0 * runs.len().max(1) as u32, PANEL_SIZE.1);
+    write_panels(out, title, ("displacement (m)", "force (N)"), &panels, size)
 }
