@@ -225,4 +225,31 @@ mod tests {
         assert!(err.is_err());
         assert!(!dir.join("e.png").exists());
     }
+
+    #[test]
+    fn panels_need_a_finite_point_each() {
+        let dir = super::super::tests::temp_dir("panels");
+        let good = [Line {
+            label: "f",
+            points: &[(0.0, 0.0), (0.01, 120.0)],
+        }];
+        let bad = [Line {
+            label: "nan",
+            points: &[(f64::NAN, 1.0)],
+        }];
+        let panel = |caption, lines| Panel { caption, lines };
+        let path = dir.join("p.png");
+        write_panels(&path, "t", ("d", "F"), &[panel("a", &good)], (320, 240)).unwrap();
+        assert!(path.exists());
+        let err = write_panels(
+            &dir.join("q.png"),
+            "t",
+            ("d", "F"),
+            &[panel("a", &good), panel("b", &bad)],
+            (320, 240),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("\"b\" has none"), "{err}");
+        assert!(!dir.join("q.png").exists());
+    }
 }

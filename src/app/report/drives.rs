@@ -223,7 +223,7 @@ pub fn write_chart(
             .fold(0.0, f64::max);
         let mut lines: Vec<_> = curves
             .into_iter()
-            .map(|c| (format!("force, joint {}", c.joint), c.points))
+            .map(|c| (format!("force (joint {})", c.joint), c.points))
             .collect();
         if let Some((label, k)) = reference {
             lines.push((
@@ -248,4 +248,63 @@ pub fn write_chart(
         .collect();
     let size = (PANEL_SIZE.0 * runs.len().max(1) as u32, PANEL_SIZE.1);
     write_panels(out, title, ("displacement (m)", "force (N)"), &panels, size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::report::tests::temp_dir;
+
+    const CSV: &str = "step,time,joint,displacement,joint_force,force\n\
+                       1,0.05,0,0.001,10.0,12.0\n1,0.05,3,0.0,0.0,0.0\n\
+                       2,0.1,0,0.002,20.0,22.0\n";
+
+    #[test]
+    fn curves_read_back_by_joint_and_bad_lines_are_named() {
+        let dir = temp_dir("drives-read");
+        let path = dir.join(FILE);
+        std::fs::write(&path, CSV).unwrap();
+        let curves = read_curves(&path).unwrap();
+        assert_eq!(
+            curves,
+            [
+                Curve {
+                    joint: 0,
+                    points: vec![(0.001, 12.0), (0.002, 22.0)]
+                },
+                Curve {
+                    joint: 3,
+                    points: vec![(0.0, 0.0)]
+                }
+            ]
+        );
+        std::fs::write(&path, CSV.replace("20.0,22.0", "20.0,x")).unwrap();
+        let err = read_curves(&path).unwrap_err().to_string();
+        assert!(
+            err.contains(FILE) && err.contains("line 4") && err.contains("`force`"),
+            "{err}"
+        );
+        std::fs::write(&path, "step,time\n1,0.1\n").unwrap();
+        let err = read_curves(&path).unwrap_err().to_string();
+        assert!(err.contains("line 1") && err.contains("`joint`"), "{err}");
+    }
+
+    #[test]
+    fn chart_has_a_panel_per_run() {
+        let dir = temp_dir("drives-chart");
+        let path = dir.join(FILE);
+        std::fs::write(&path, CSV).unwrap();
+        let out = dir.join("chart.png");
+        let runs = [("a".to_string(), path.clone()), ("b".to_string(), path)];
+        write_chart(&out, "t", &runs, Some(("k", 1e4))).unwrap();
+        let img = image::open(&out).unwrap().to_rgb8();
+        assert_eq!(
+            (img.width(), img.height()),
+            (2 * PANEL_SIZE.0, PANEL_SIZE.1)
+        );
+        let missing = [("a".to_string(), dir.join("none.csv"))];
+        let err = write_chart(&dir.join("no.png"), "t", &missing, None).unwrap_err();
+        assert!(err.to_string().contains("none.csv"), "{err}");
+        assert!(!dir.join("no.png").exists());
+    }
 }

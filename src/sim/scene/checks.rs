@@ -444,3 +444,47 @@ pub(super) fn memory(spec: &SceneFile, limits: &Limits) -> Result<()> {
         bytes,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::sim::scene::parse;
+
+    /// A Ø 5 cm cylinder moving 5 cm per step, with `a` the other end of its prescribed
+    /// joint (a fixed `"base"`, or a dynamic `"cart"`), at `envelope`.
+    fn pusher(a: &str, envelope: f64) -> crate::Result<crate::sim::scene::Scene> {
+        let text = format!(
+            "[settings]\ndt = 0.05\nenvelope = {envelope}\n\
+             [[body]]\nname = \"base\"\nshape = {{ type = \"plane\" }}\nmotion = \"fixed\"\n\
+             [[body]]\nname = \"cart\"\nshape = {{ type = \"box\", half_extents = [0.5, 0.5, 0.5] }}\n\
+             position = [3.0, 0.0, 1.0]\n\
+             [[body]]\nname = \"pusher\"\nposition = [0.0, 0.0, 1.0]\n\
+             shape = {{ type = \"cylinder\", radius = 0.025, half_length = 0.2 }}\n\
+             velocity = [0.0, 0.0, -1.0]\n\
+             [[joint]]\ntype = \"prescribed\"\na = \"{a}\"\nb = \"pusher\"\n\
+             at = [0.0, 0.0, 1.0]\nvelocity = [0.0, 0.0, -1.0]\n"
+        );
+        parse(&text, "p.toml", "p", &[])
+    }
+
+    #[test]
+    fn a_prescribed_body_skips_the_size_check_but_needs_the_envelope() {
+        // Driven from a fixed body: no tunnelling by its own dynamics; the envelope covers it.
+        let scene = pusher("base", 0.06).unwrap_or_else(|e| panic!("{e}"));
+        assert!(scene.world.bodies[2].is_dynamic());
+        // An envelope shorter than its 5 cm per step is refused, naming the joint.
+        let err = pusher("base", 0.04).err().unwrap().to_string();
+        assert!(
+            err.contains("settings.envelope")
+                && err.contains("joint[0]")
+                && err.contains("body[2]"),
+            "{err}"
+        );
+        // Driven from a dynamic body, its motion is not prescribed: the time step is too long
+        // for a body of 5 cm moving 5 cm per step.
+        let err = pusher("cart", 0.06).err().unwrap().to_string();
+        assert!(
+            err.contains("settings.dt") && err.contains("pass through"),
+            "{err}"
+        );
+    }
+}
