@@ -313,7 +313,8 @@ fn bending_scene(sets: &[(&str, &str)]) -> scene::Scene {
 /// The scene's pusher (thesis §5.3.2) is a dynamic cylinder on a prescribed joint: through
 /// `simulate`'s loop it moves at exactly −1 m/s (displacement and velocity within 1e-6
 /// relative) while it bends the beam, and the force `force_displacement.csv` reports from
-/// the joint's impulse is the force its node contacts put on the beam.
+/// the joint's impulse is the force its node contacts put on the beam; `force-chart` draws
+/// the file.
 #[test]
 fn dynamic_pusher_follows_its_prescribed_motion_and_reports_its_force() {
     let mut scene = bending_scene(&[]);
@@ -350,6 +351,29 @@ fn dynamic_pusher_follows_its_prescribed_motion_and_reports_its_force() {
     assert!(
         (force / contacts - 1.0).abs() < 1e-6,
         "{force} vs {contacts}"
+    );
+    // `signorini force-chart` draws the run's folder; a stiffness that is not a number is
+    // refused, naming the option.
+    let chart = dir.join("chart.png");
+    let force_chart = |reference: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_signorini"))
+            .args(["force-chart", &format!("pusher at 1 m/s={}", dir.display())])
+            .args(["--reference", reference, "--out", chart.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let out = force_chart("48EI/L³=12000");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(image::open(&chart).unwrap().width() > 100);
+    let out = force_chart("k=stiff");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--reference"),
+        "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -85,7 +85,7 @@ struct Group {
 }
 
 /// A `[[body]]` whose motion a `prescribed` joint to the ground (or to a fixed body) sets
-/// entirely: the joint, and the fastest speed of any point of the body under it.
+/// entirely: the joint, and the speed of the body's center under it.
 struct Drive {
     joint: usize,
     speed: f64,
@@ -243,8 +243,9 @@ impl SceneFile {
     }
 
     /// The prescribed joint that sets the whole motion of `body`: one from the ground or from
-    /// a fixed body (a joint from a moving body leaves B moved by A's dynamics). Its speed
-    /// bounds the speed of B's points: `|v| + |ω| (|at − center| + largest size / 2)`.
+    /// a fixed body (a joint from a moving body leaves B moved by A's dynamics), with the
+    /// speed of B's center, `|v| + |ω| |at − center|`. A spin about the center is left out:
+    /// a wheel driven on its axle (a motor) sweeps no new space.
     fn drive(&self, body: &super::spec::BodySpec) -> Option<Drive> {
         let name = body.name.as_deref()?;
         let still = |a: &str| {
@@ -264,10 +265,9 @@ impl SceneFile {
             };
             (spec.b == name && still(&spec.a)).then(|| {
                 let arm: [f64; 3] = std::array::from_fn(|k| spec.at[k] - body.position[k]);
-                let reach = norm(arm) + sizes(&body.shape).1 / 2.0;
                 Drive {
                     joint: j,
-                    speed: norm(velocity) + norm(angular_velocity) * reach,
+                    speed: norm(velocity) + norm(angular_velocity) * norm(arm),
                 }
             })
         })
