@@ -383,7 +383,7 @@ fn dynamic_pusher_follows_its_prescribed_motion_and_reports_its_force() {
 /// envelope: the slope of the pusher's force (its joint's impulse, as `force_displacement.csv`
 /// writes it) against its displacement matches the Euler–Bernoulli stiffness `48 E I / L³`
 /// within 10 % on a mesh of 130 × 2 × 12 cells (the scene's 26 × 12 × 3 cells of linear
-/// tetrahedra lock in bending and give about 1.56).
+/// tetrahedra lock in bending and give 1.55).
 #[test]
 fn three_point_bending_slope_matches_the_beam_stiffness() {
     let mut world = bending_scene(&QUASI_STATIC).world;
