@@ -11,7 +11,7 @@ use signorini::app::bench::report::command_line;
 use signorini::app::bench::{self, Selection};
 use signorini::app::check::{self, Check};
 use signorini::app::report::frame::FrameOptions;
-use signorini::app::report::tables;
+use signorini::app::report::{drives, tables};
 use signorini::app::run::{Outputs, run as simulate};
 use signorini::app::view::{self, Key, ViewOptions};
 use signorini::limits::{self, Limits};
@@ -277,6 +277,24 @@ enum Command {
         /// Output format, when the name does not tell it: json, bin or fclib.
         #[arg(long)]
         to: Option<Format>,
+    },
+    /// Draw the force against the displacement of runs' prescribed linear drives (their
+    /// `force_displacement.csv`, one panel per run) into a PNG, with a reference stiffness.
+    ForceChart {
+        /// The runs, `CAPTION=PATH` each: PATH a run's output folder or its
+        /// `force_displacement.csv`.
+        #[arg(required = true, value_parser = parse_set)]
+        runs: Vec<(String, String)>,
+        /// A line `F = k d` drawn in every panel, `LABEL=K` with K in N/m (e.g.
+        /// `48EI/L³=12000`).
+        #[arg(long, value_parser = parse_set)]
+        reference: Option<(String, String)>,
+        /// Title above the panels.
+        #[arg(long, default_value = "force against displacement")]
+        title: String,
+        /// The PNG to write.
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Run several solvers on one problem and compare them side by side.
     Check {
@@ -616,6 +634,41 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                 problem.cones.len(),
                 problem.rows()
             );
+        }
+        Command::ForceChart {
+            runs,
+            reference,
+            title,
+            out,
+        } => {
+            let reference = reference
+                .map(|(label, k)| {
+                    k.parse::<f64>()
+                        .ok()
+                        .filter(|k| k.is_finite())
+                        .map(|k| (label, k))
+                        .ok_or_else(|| signorini::Error::InvalidSetting {
+                            name: "--reference",
+                            value: k,
+                            message: "the stiffness must be a finite number of N/m".into(),
+                        })
+                })
+                .transpose()?;
+            let runs: Vec<(String, PathBuf)> = runs
+                .into_iter()
+                .map(|(caption, path)| {
+                    let path = PathBuf::from(path);
+                    let csv = if path.is_dir() {
+                        path.join(drives::FILE)
+                    } else {
+                        path
+                    };
+                    (caption, csv)
+                })
+                .collect();
+            let reference = reference.as_ref().map(|(label, k)| (label.as_str(), *k));
+            drives::write_chart(&out, &title, &runs, reference)?;
+            println!("{}", out.display());
         }
         Command::Solve { options, solver } => {
             let settings = settings(&options);

@@ -221,7 +221,7 @@ fn convergence_suite_covers_every_scene_and_registered_solver() {
     assert_eq!(runs, expected_runs(&cpu));
     let (header, rows) = read_csv(&dir.join("convergence.csv"));
     let problem = header.iter().position(|h| h == "problem").unwrap();
-    for label in ["B1 ", "B2 ", "B3 ", "B4 ", "BiB "] {
+    for label in ["B1 ", "B2 ", "B3 ", "B4 ", "BiB ", "TPB ", "TV "] {
         assert!(
             rows.iter().any(|r| r[problem].starts_with(label)),
             "{label}"
@@ -289,7 +289,7 @@ fn accuracy_suite_compares_every_solver_with_a_reference() {
         .collect();
     assert!(runs.is_superset(&expected_runs(&cpu)), "{runs:?}");
     let (header, rows) = read_csv(&dir.join("accuracy_references.csv"));
-    assert_eq!(rows.len(), 5, "one reference per scene");
+    assert_eq!(rows.len(), 7, "one reference per scene");
     let reference = header.iter().position(|h| h == "reference").unwrap();
     let want = if registry::names().contains(&"ip") {
         "ip"

@@ -1,4 +1,5 @@
-//! Running a scene: steps, per-step statistics to `steps.csv`, rendered snapshots (and their
+//! Running a scene: steps, per-step statistics to `steps.csv` (and, with a prescribed linear
+//! drive, its force and displacement to `force_displacement.csv`), rendered snapshots (and their
 //! animation) and VTK frames, and the totals of the run, with how many steps met the solver's tolerance.
 //!
 //! The output folder is touched only once there is something to write: a run into a used
@@ -11,6 +12,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::report::drives::{self, DrivesCsv};
 use super::report::frame::{FrameOptions, RunFrames};
 use super::report::trajectory::TrajectoryWriter;
 use super::report::{SceneView, StepsCsv, write_pvd, write_vtk};
@@ -197,6 +199,7 @@ impl Summary {
 /// The files a run writes into its folder: what a new run removes first.
 fn is_run_output(name: &str) -> bool {
     name == "steps.csv"
+        || name == drives::FILE
         || name == "frames.pvd"
         || ((name.starts_with("frame_") || name.starts_with("problem_"))
             && [".png", ".vtk", ".json", ".bin", ".hdf5"]
@@ -331,6 +334,8 @@ fn steps_of(
         ..Summary::default()
     };
     let mut csv: Option<StepsCsv> = None;
+    let mut drive_csv: Option<DrivesCsv> = None;
+    let has_drives = !drives::linear_drives(world).is_empty();
     let shapes: Vec<_> = world.bodies.iter().map(|b| b.shape).collect();
     let opened = (outputs.snapshot_every > 0 && !outputs.no_frames)
         .then(|| {
@@ -372,8 +377,15 @@ fn steps_of(
                     let path = folder.prepare()?.join(format!("problem_{k:04}.{ext}"));
                     crate::problem::io::write(&problem, &path, Some(outputs.dump_format))?;
                 }
+                if has_drives && drive_csv.is_none() {
+                    let path = folder.prepare()?.join(drives::FILE);
+                    drive_csv = Some(DrivesCsv::create(&path, world)?);
+                }
                 let (stats, report) = world.step_with_report(solver)?;
                 host_s += stats.collision_s + stats.assembly_s + stats.solve_s;
+                if let Some(d) = &mut drive_csv {
+                    d.write(world)?;
+                }
                 vec![(stats, world.settings.criterion.of(&report.residual))]
             }
             Some(res) => {
@@ -456,6 +468,9 @@ fn steps_of(
     }
     if let Some(csv) = csv {
         csv.finish()?;
+    }
+    if let Some(d) = drive_csv {
+        d.finish()?;
     }
     if let Some(shots) = snapshots {
         shots.finish()?;

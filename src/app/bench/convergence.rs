@@ -1,6 +1,7 @@
 //! `signorini bench convergence`: residual against iterations and against wall time of
-//! every requested solver, CPU and GPU, on one step of each benchmark scene (B1–B4 of paper
-//! 004 and balls_in_box, [`scene_cases`]), cold start, CCP model: the study of
+//! every requested solver, CPU and GPU, on one step of each benchmark scene (B1–B4 and the
+//! tracked vehicle of paper 004, balls_in_box, the thesis' three-point bending:
+//! [`scene_cases`]), cold start, CCP model: the study of
 //! `docs/CONVERGENCE.md`, reproducible from the command line.
 
 use super::SceneSolves;

@@ -5,7 +5,8 @@
 //!   and from the benchmark scenes.
 //! - [`throughput`]: contact-iterations per second of each solver on the CPU and on the
 //!   GPU, and the GPU figure as a fraction of the memory bandwidth measured in the same run.
-//! - [`convergence`]: residual against iterations and wall time on B1–B4 and balls_in_box.
+//! - [`convergence`]: residual against iterations and wall time on B1–B4, balls_in_box,
+//!   the three-point bending and the tracked vehicle.
 //! - [`scaling`]: time per simulation step against the number of bodies, split into
 //!   collision detection, assembly, solve and output.
 //! - [`accuracy`]: every solver's merit set against a reference solve (interior point,
@@ -61,7 +62,8 @@ pub fn parse_sizes(list: &str, what: &'static str) -> Result<Vec<usize>> {
 pub enum Suite {
     /// Contact-iterations per second, CPU vs GPU, and the fraction of the bandwidth.
     Throughput,
-    /// Residual vs iteration and vs wall time on B1–B4 and balls_in_box, every solver.
+    /// Residual vs iteration and vs wall time on B1–B4, balls_in_box, the three-point
+    /// bending and the tracked vehicle, every solver.
     Convergence,
     /// Time per simulation step vs bodies, split into collision, assembly, solve, output.
     Scaling,
@@ -361,7 +363,8 @@ fn run_suite(
 pub struct SceneSolves {
     /// Solver names or `all` ([`solver_runs`]).
     pub solvers: Vec<String>,
-    /// Bodies per scene ([`problems::scene_cases`]); one set of five problems per size.
+    /// Bodies per scene ([`problems::scene_cases`]); one set of seven problems per size (the last two
+    /// of a fixed size).
     pub sizes: Vec<usize>,
     /// Devices to run on.
     pub devices: Vec<Device>,

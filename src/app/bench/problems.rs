@@ -3,9 +3,10 @@
 //!
 //! - [`granular_packing`] / [`packing_scene`]: a cubic packing of touching spheres, about
 //!   three contacts per sphere from the first step (throughput, scaling);
-//! - [`scene_cases`]: one step of each benchmark scene of paper 004 (B1–B4) and of
-//!   `balls_in_box`, scaled to a number of bodies (convergence, accuracy). The scene files
-//!   are compiled in, so the suites run from any folder.
+//! - [`scene_cases`]: one step of each benchmark scene of paper 004 (B1–B4, the tracked
+//!   vehicle), of `balls_in_box`, scaled to a number of bodies, and of the thesis' three-point
+//!   bending (convergence, accuracy). The scene files are compiled in, so the suites run from
+//!   any folder.
 
 use serde::Serialize;
 
@@ -44,14 +45,16 @@ pub fn granular_packing(contacts: usize) -> Result<Problem> {
 /// One step of a benchmark scene, scaled to a number of bodies.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SceneCase {
-    /// Short label (`B1` … `B4`, `BiB`).
+    /// Short label (`B1` … `B4`, `BiB`, `TPB`, `TV`).
     pub label: &'static str,
     /// The scene (file stem in `scenes/`).
     pub scene: &'static str,
     /// The overrides that scale it (`key`, `value`), as `simulate --set` takes them.
     pub sets: Vec<(String, String)>,
-    /// Steps run (with PGS) before the problem is taken.
+    /// Steps run before the problem is taken.
     pub steps: usize,
+    /// The solver that runs those steps (its cap and tolerance the scene's).
+    pub stepper: &'static str,
 }
 
 /// The compiled-in text of a benchmark scene.
@@ -61,16 +64,23 @@ fn scene_text(scene: &str) -> &'static str {
         "sphere_pile" => include_str!("../../../scenes/sphere_pile.toml"),
         "plate_stack" => include_str!("../../../scenes/plate_stack.toml"),
         "wrecking_ball" => include_str!("../../../scenes/wrecking_ball.toml"),
+        "three_point_bending" => include_str!("../../../scenes/three_point_bending.toml"),
+        "tracked_vehicle" => include_str!("../../../scenes/tracked_vehicle.toml"),
         _ => include_str!("../../../scenes/balls_in_box.toml"),
     }
 }
 
-/// The five benchmark steps at about `bodies` bodies each: B1 a `n × n` net (`n² ≈ bodies`)
-/// after 10 steps; B2 a pile of `bodies` frictionless spheres after 40 steps; B3 a stack of
-/// `min(bodies, 20)` plates alternating 1 kg and 1000 kg after 10 steps; B4 a wall of about
-/// `bodies` bricks hit by the wrecking ball (step 230, just after impact); balls_in_box
-/// with `bodies` balls after 30 steps. At `bodies` = 1000 (B4: 735) these are the full
-/// scenes of `docs/CONVERGENCE.md`.
+/// The benchmark steps, the first five at about `bodies` bodies each: B1 a `n × n` net
+/// (`n² ≈ bodies`) after 10 steps; B2 a pile of `bodies` frictionless spheres after 40 steps;
+/// B3 a stack of `min(bodies, 20)` plates alternating 1 kg and 1000 kg after 10 steps; B4 a
+/// wall of about `bodies` bricks hit by the wrecking ball (step 230, just after impact);
+/// balls_in_box with `bodies` balls after 30 steps (all stepped with PGS). At `bodies` = 1000
+/// (B4: 735) these are the full scenes of `docs/CONVERGENCE.md`. The last two keep their
+/// size, which is what they test: TPB the thesis' beam (26 × 12 × 3 cells, 4218 unknowns
+/// with a non-diagonal `H`) pressed by the pusher, after 3 steps of `ip` (the pusher 15 cm
+/// down, the beam bent); TV the vehicle of 86 bodies and 372 bilateral rows on its slabs
+/// (a track's loop closes at its own number of shoes), after 20 steps of `apgd` (0.1 s: the
+/// shoes on the slabs, the sprockets turning).
 pub fn scene_cases(bodies: usize) -> Vec<SceneCase> {
     let n = bodies.max(4);
     let set = |pairs: &[(&str, String)]| -> Vec<(String, String)> {
@@ -96,18 +106,21 @@ pub fn scene_cases(bodies: usize) -> Vec<SceneCase> {
                 ("net.0.ny", side.to_string()),
             ]),
             steps: 10,
+            stepper: "pgs",
         },
         SceneCase {
             label: "B2",
             scene: "sphere_pile",
             sets: set(&[("lattice.0.count", n.to_string())]),
             steps: 40,
+            stepper: "pgs",
         },
         SceneCase {
             label: "B3",
             scene: "plate_stack",
             sets: set(&[("stack.0.masses", format!("[{}]", masses.join(", ")))]),
             steps: 10,
+            stepper: "pgs",
         },
         SceneCase {
             label: "B4",
@@ -117,6 +130,7 @@ pub fn scene_cases(bodies: usize) -> Vec<SceneCase> {
                 ("wall.0.columns", columns.to_string()),
             ]),
             steps: 230,
+            stepper: "pgs",
         },
         SceneCase {
             label: "BiB",
@@ -128,6 +142,21 @@ pub fn scene_cases(bodies: usize) -> Vec<SceneCase> {
                 ("settings.max_iter", "100".into()),
             ]),
             steps: 30,
+            stepper: "pgs",
+        },
+        SceneCase {
+            label: "TPB",
+            scene: "three_point_bending",
+            sets: Vec::new(),
+            steps: 3,
+            stepper: "ip",
+        },
+        SceneCase {
+            label: "TV",
+            scene: "tracked_vehicle",
+            sets: Vec::new(),
+            steps: 20,
+            stepper: "apgd",
         },
     ]
 }
@@ -139,13 +168,14 @@ impl SceneCase {
         scene::parse(scene_text(self.scene), &file, self.scene, &self.sets)
     }
 
-    /// The problem of step `steps + 1`: the scene advanced `steps` steps with PGS, then
-    /// collision detection and assembly, as `simulate --dump-step` writes it. The name says which step of which scene it is.
+    /// The problem of step `steps + 1`: the scene advanced `steps` steps with the case's
+    /// stepper, then collision detection and assembly, as `simulate --dump-step` writes it.
+    /// The name says which step of which scene it is.
     pub fn problem(&self) -> Result<(Scene, Problem)> {
         let mut scene = self.build()?;
-        let mut pgs = Runner::new(registry::solver("pgs")?);
+        let mut stepper = Runner::new(registry::solver(self.stepper)?);
         for _ in 0..self.steps {
-            scene.world.step(&mut pgs)?;
+            scene.world.step(&mut stepper)?;
         }
         let mut problem = scene.world.problem().problem;
         problem.name = format!(
@@ -184,8 +214,10 @@ mod tests {
         let cases = scene_cases(1000);
         assert_eq!(
             cases.iter().map(|c| c.label).collect::<Vec<_>>(),
-            ["B1", "B2", "B3", "B4", "BiB"]
+            ["B1", "B2", "B3", "B4", "BiB", "TPB", "TV"]
         );
+        // The thesis' beam and the vehicle keep their size.
+        assert_eq!(scene_cases(6)[5..], cases[5..]);
         let value =
             |c: &SceneCase, key: &str| c.sets.iter().find(|(k, _)| k == key).unwrap().1.clone();
         assert_eq!(value(&cases[0], "net.0.nx"), "32");
@@ -202,8 +234,14 @@ mod tests {
         // Every case builds; the B3 stack of a tiny size has as many plates as asked.
         for case in scene_cases(6) {
             let scene = case.build().unwrap();
-            if case.label == "B3" {
-                assert_eq!(scene.world.bodies.len(), 6 + 1, "plates and the ground");
+            match case.label {
+                "B3" => assert_eq!(scene.world.bodies.len(), 6 + 1, "plates and the ground"),
+                "TPB" => assert_eq!(scene.world.solids[0].tets.len(), 26 * 12 * 3 * 6),
+                "TV" => assert!(
+                    scene.world.joints.len() >= 64,
+                    "two loops of 32 pinned shoes"
+                ),
+                _ => {}
             }
         }
     }

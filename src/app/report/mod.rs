@@ -7,6 +7,8 @@
 //! - [`frame`]: rendered frames ([`crate::render`]) as PNG files and animations (GIF, APNG, MP4).
 //! - [`vtk`]: one legacy VTK file per frame and the `.pvd` collection that lists them.
 //! - [`steps_csv`]: the per-step statistics, streamed to `steps.csv`.
+//! - [`drives`]: the displacement and force of the prescribed linear drives (a pusher),
+//!   streamed to `force_displacement.csv`.
 //! - [`trajectory`]: the streamed trajectory file of a run (poses per snapshot), and its reader.
 //! - [`tables`]: the text the command line prints (solve and check tables, the summary of
 //!   a simulation, the GPU adapters).
@@ -16,6 +18,7 @@
 
 pub mod chart;
 pub mod convergence;
+pub mod drives;
 pub mod frame;
 pub mod steps_csv;
 pub mod tables;

@@ -1,4 +1,5 @@
-//! The per-step statistics of a simulation, streamed to a CSV file (`steps.csv`).
+//! The per-step statistics of a simulation, streamed to a CSV file (`steps.csv`), and the
+//! line-by-line CSV writer it shares with [`super::drives`].
 //!
 //! One header line, then one line per step, flushed as it is written (a killed run keeps the
 //! steps it took); floating-point numbers are written with Rust's shortest round-trip
@@ -36,30 +37,30 @@ fn csv_line(s: &StepStats) -> String {
     )
 }
 
-/// A `steps.csv` being written: create it, write one [`StepStats`] per step, then finish it.
+/// A CSV file being written line by line, each line flushed as it is written.
 #[derive(Debug)]
-pub struct StepsCsv {
+pub struct CsvFile {
     path: PathBuf,
     out: BufWriter<File>,
 }
 
-impl StepsCsv {
+impl CsvFile {
     /// Creates (or truncates) the file at `path` and writes the header line.
-    pub fn create(path: &Path) -> Result<Self> {
-        let mut csv = StepsCsv {
+    pub fn create(path: &Path, header: &str) -> Result<Self> {
+        let mut csv = CsvFile {
             path: path.to_path_buf(),
             out: BufWriter::new(File::create(path).map_err(|source| Error::Io {
                 path: path.to_path_buf(),
                 source,
             })?),
         };
-        csv.write_line(HEADER)?;
+        csv.write_line(header)?;
         Ok(csv)
     }
 
-    /// Appends the line of one step and flushes it to the file.
-    pub fn write(&mut self, s: &StepStats) -> Result<()> {
-        self.write_line(&csv_line(s))?;
+    /// Appends one line (without its line break) and flushes it to the file.
+    pub fn write(&mut self, line: &str) -> Result<()> {
+        self.write_line(line)?;
         self.out.flush().map_err(|source| Error::Io {
             path: self.path.clone(),
             source,
@@ -82,6 +83,27 @@ impl StepsCsv {
             path: self.path.clone(),
             source,
         })
+    }
+}
+
+/// A `steps.csv` being written: create it, write one [`StepStats`] per step, then finish it.
+#[derive(Debug)]
+pub struct StepsCsv(CsvFile);
+
+impl StepsCsv {
+    /// Creates (or truncates) the file at `path` and writes the header line.
+    pub fn create(path: &Path) -> Result<Self> {
+        CsvFile::create(path, HEADER).map(StepsCsv)
+    }
+
+    /// Appends the line of one step and flushes it to the file.
+    pub fn write(&mut self, s: &StepStats) -> Result<()> {
+        self.0.write(&csv_line(s))
+    }
+
+    /// Flushes the buffer and syncs the file to disk; errors that dropping would hide show here.
+    pub fn finish(self) -> Result<()> {
+        self.0.finish()
     }
 }
 

@@ -73,13 +73,21 @@ pub(super) fn finite(table: &toml::Table) -> Result<(), SpecError> {
 }
 
 /// A group of dynamic bodies of one shape: where the scene sets them, how many, their
-/// density and their initial speed.
+/// density, their initial speed, and the joint that prescribes their motion if one does.
 struct Group {
     section: Option<(&'static str, usize)>,
     key: String,
     shape: Shape,
     density: f64,
     count: Option<usize>,
+    speed: f64,
+    driven: Option<Drive>,
+}
+
+/// A `[[body]]` whose motion a `prescribed` joint to the ground (or to a fixed body) sets
+/// entirely: the joint, and the speed of the body's center under it.
+struct Drive {
+    joint: usize,
     speed: f64,
 }
 
@@ -116,6 +124,7 @@ impl SceneFile {
                     density: b.density,
                     count: Some(1),
                     speed: norm(b.velocity),
+                    driven: self.drive(b),
                 });
             }
         }
@@ -127,6 +136,7 @@ impl SceneFile {
                 density: l.density,
                 count: Some(l.count),
                 speed: norm(l.velocity),
+                driven: None,
             });
         }
         for (i, s) in self.stack.iter().enumerate() {
@@ -142,6 +152,7 @@ impl SceneFile {
                     density: s.density,
                     count: Some(1),
                     speed: 0.0,
+                    driven: None,
                 })),
                 (masses, Some(shape)) => out.push(Group {
                     section,
@@ -150,6 +161,7 @@ impl SceneFile {
                     density: s.density,
                     count: masses.as_ref().map(Vec::len).or(s.count),
                     speed: 0.0,
+                    driven: None,
                 }),
                 (None, None) => {}
             }
@@ -163,6 +175,7 @@ impl SceneFile {
                 density: c.density,
                 count: Some(c.count),
                 speed: 0.0,
+                driven: None,
             });
             if let Some(e) = c.end_shape {
                 out.push(Group {
@@ -172,6 +185,7 @@ impl SceneFile {
                     density: c.end_density,
                     count: Some(1),
                     speed: 0.0,
+                    driven: None,
                 });
             }
         }
@@ -185,6 +199,7 @@ impl SceneFile {
                 density: w.density,
                 count: w.rows.checked_mul(w.columns),
                 speed: 0.0,
+                driven: None,
             });
         }
         for (i, t) in self.track.iter().enumerate() {
@@ -198,6 +213,7 @@ impl SceneFile {
                 density: t.shoe_mass / (8.0 * hx * hy * hz),
                 count: Some(2 * (t.shoes_per_run + t.shoes_per_half_turn)),
                 speed: 0.0,
+                driven: None,
             });
             out.push(Group {
                 section: Some(("track", i)),
@@ -209,6 +225,7 @@ impl SceneFile {
                 density: 1.0,
                 count: Some(t.road_wheels + 2),
                 speed: t.commanded_speed().abs(),
+                driven: None,
             });
         }
         for (i, n) in self.net.iter().enumerate() {
@@ -219,9 +236,41 @@ impl SceneFile {
                 density: n.density,
                 count: n.nx.checked_mul(n.ny),
                 speed: 0.0,
+                driven: None,
             });
         }
         out
+    }
+
+    /// The prescribed joint that sets the whole motion of `body`: one from the ground or from
+    /// a fixed body (a joint from a moving body leaves B moved by A's dynamics), with the
+    /// speed of B's center, `|v| + |ω| |at − center|`. A spin about the center is left out:
+    /// a wheel driven on its axle (a motor) sweeps no new space.
+    fn drive(&self, body: &super::spec::BodySpec) -> Option<Drive> {
+        let name = body.name.as_deref()?;
+        let still = |a: &str| {
+            a == "ground"
+                || self
+                    .body
+                    .iter()
+                    .any(|o| o.name.as_deref() == Some(a) && o.motion == MotionSpec::Fixed)
+        };
+        self.joint.iter().enumerate().find_map(|(j, spec)| {
+            let JointKind::Prescribed {
+                velocity,
+                angular_velocity,
+            } = spec.kind
+            else {
+                return None;
+            };
+            (spec.b == name && still(&spec.a)).then(|| {
+                let arm: [f64; 3] = std::array::from_fn(|k| spec.at[k] - body.position[k]);
+                Drive {
+                    joint: j,
+                    speed: norm(velocity) + norm(angular_velocity) * norm(arm),
+                }
+            })
+        })
     }
 
     /// Fastest prescribed motion: the peak speed `2π f ‖A‖` of an oscillating body or
@@ -273,22 +322,58 @@ pub(super) fn masses(spec: &SceneFile) -> Result<(), SpecError> {
 
 /// What the scales of a scene say: an error when the time step or the envelope cannot give
 /// a meaningful simulation, warnings when contacts will be found late.
+///
+/// A body whose motion a prescribed joint sets (a rheonomic constraint, thesis §5.3.2's
+/// pusher) is not moved by its own dynamics: contacts cannot make it tunnel, so it is left
+/// out of the time step's size check. Nothing deflects it either, so the envelope must
+/// cover its travel in one step: contacts ahead of it are then in the problem before it
+/// reaches them.
 pub(super) fn scales(spec: &SceneFile) -> Result<Vec<String>, SpecError> {
     let groups = spec.groups();
-    if groups.is_empty() {
-        return Ok(Vec::new());
-    }
-    let (smallest, largest) = groups
-        .iter()
-        .map(|g| sizes(&g.shape))
-        .fold((f64::INFINITY, 0.0f64), |(lo, hi), (a, b)| {
-            (lo.min(a), hi.max(b))
-        });
     let st = &spec.settings;
     let set = Some(("settings", 0));
+    for g in &groups {
+        let Some(drive) = &g.driven else { continue };
+        let travel = drive.speed * st.dt;
+        if travel > st.envelope {
+            return Err((
+                set,
+                "settings.envelope".into(),
+                format!(
+                    "is {} m, less than the {travel:.3e} m that {} moves in one step on \
+                     joint[{}] ({:.3e} m/s): a body on a prescribed motion is not stopped by \
+                     contacts, so the envelope must find them a step ahead",
+                    st.envelope,
+                    g.key.trim_end_matches(".shape"),
+                    drive.joint,
+                    drive.speed
+                ),
+            ));
+        }
+    }
+    let largest = groups.iter().map(|g| sizes(&g.shape).1).fold(0.0, f64::max);
+    if !groups.is_empty() && st.envelope > largest {
+        return Err((
+            set,
+            "settings.envelope".into(),
+            format!(
+                "is {} m, more than the largest body ({largest:.3e} m): bodies that do not \
+                 touch would become contacts (up to every pair)",
+                st.envelope
+            ),
+        ));
+    }
+    let free: Vec<&Group> = groups.iter().filter(|g| g.driven.is_none()).collect();
+    if free.is_empty() {
+        return Ok(Vec::new());
+    }
+    let smallest = free
+        .iter()
+        .map(|g| sizes(&g.shape).0)
+        .fold(f64::INFINITY, f64::min);
     // Distance a body at rest falls in one step, and one moving at the scene's speed.
     let fall = norm(st.gravity) * st.dt * st.dt;
-    let speed = groups
+    let speed = free
         .iter()
         .map(|g| g.speed)
         .fold(spec.kinematic_speed(), f64::max);
@@ -302,17 +387,6 @@ pub(super) fn scales(spec: &SceneFile) -> Result<Vec<String>, SpecError> {
                  {speed:.3e} m/s), more than the smallest body ({smallest:.3e} m): bodies would \
                  pass through each other",
                 st.dt
-            ),
-        ));
-    }
-    if st.envelope > largest {
-        return Err((
-            set,
-            "settings.envelope".into(),
-            format!(
-                "is {} m, more than the largest body ({largest:.3e} m): bodies that do not \
-                 touch would become contacts (up to every pair)",
-                st.envelope
             ),
         ));
     }
@@ -369,4 +443,48 @@ pub(super) fn memory(spec: &SceneFile, limits: &Limits) -> Result<()> {
         },
         bytes,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sim::scene::parse;
+
+    /// A Ø 5 cm cylinder moving 5 cm per step, with `a` the other end of its prescribed
+    /// joint (a fixed `"base"`, or a dynamic `"cart"`), at `envelope`.
+    fn pusher(a: &str, envelope: f64) -> crate::Result<crate::sim::scene::Scene> {
+        let text = format!(
+            "[settings]\ndt = 0.05\nenvelope = {envelope}\n\
+             [[body]]\nname = \"base\"\nshape = {{ type = \"plane\" }}\nmotion = \"fixed\"\n\
+             [[body]]\nname = \"cart\"\nshape = {{ type = \"box\", half_extents = [0.5, 0.5, 0.5] }}\n\
+             position = [3.0, 0.0, 1.0]\n\
+             [[body]]\nname = \"pusher\"\nposition = [0.0, 0.0, 1.0]\n\
+             shape = {{ type = \"cylinder\", radius = 0.025, half_length = 0.2 }}\n\
+             velocity = [0.0, 0.0, -1.0]\n\
+             [[joint]]\ntype = \"prescribed\"\na = \"{a}\"\nb = \"pusher\"\n\
+             at = [0.0, 0.0, 1.0]\nvelocity = [0.0, 0.0, -1.0]\n"
+        );
+        parse(&text, "p.toml", "p", &[])
+    }
+
+    #[test]
+    fn a_prescribed_body_skips_the_size_check_but_needs_the_envelope() {
+        // Driven from a fixed body: no tunnelling by its own dynamics; the envelope covers it.
+        let scene = pusher("base", 0.06).unwrap_or_else(|e| panic!("{e}"));
+        assert!(scene.world.bodies[2].is_dynamic());
+        // An envelope shorter than its 5 cm per step is refused, naming the joint.
+        let err = pusher("base", 0.04).err().unwrap().to_string();
+        assert!(
+            err.contains("settings.envelope")
+                && err.contains("joint[0]")
+                && err.contains("body[2]"),
+            "{err}"
+        );
+        // Driven from a dynamic body, its motion is not prescribed: the time step is too long
+        // for a body of 5 cm moving 5 cm per step.
+        let err = pusher("cart", 0.06).err().unwrap().to_string();
+        assert!(
+            err.contains("settings.dt") && err.contains("pass through"),
+            "{err}"
+        );
+    }
 }
