@@ -173,3 +173,47 @@ fn model_velocity(b: GpuBlock, coulomb: u32, u: vec3<f32>) -> vec3<f32> {
     }
     return v;
 }
+
+// One Jacobi rotation that zeroes a[p][q] of the symmetric 3x3 matrix a (row-major),
+// r the third index (Numerical Recipes 11.1: t = sgn(theta) / (|theta| + sqrt(theta^2 + 1))).
+fn rotate_pair(a: ptr<function, array<f32, 9>>, p: u32, q: u32) {
+    let apq = (*a)[3u * p + q];
+    if apq == 0.0 {
+        return;
+    }
+    let theta = ((*a)[4u * q] - (*a)[4u * p]) / (2.0 * apq);
+    var t = 0.5 / abs(theta);
+    if abs(theta) < 1e18 {
+        t = 1.0 / (abs(theta) + sqrt(theta * theta + 1.0));
+    }
+    if theta < 0.0 {
+        t = -t;
+    }
+    let c = 1.0 / sqrt(t * t + 1.0);
+    let s = t * c;
+    let r = 3u - p - q;
+    let arp = (*a)[3u * r + p];
+    let arq = (*a)[3u * r + q];
+    (*a)[4u * p] = (*a)[4u * p] - t * apq;
+    (*a)[4u * q] = (*a)[4u * q] + t * apq;
+    (*a)[3u * p + q] = 0.0;
+    (*a)[3u * q + p] = 0.0;
+    let rp = c * arp - s * arq;
+    let rq = s * arp + c * arq;
+    (*a)[3u * r + p] = rp;
+    (*a)[3u * p + r] = rp;
+    (*a)[3u * r + q] = rq;
+    (*a)[3u * q + r] = rq;
+}
+
+// Largest eigenvalue of the symmetric 3x3 matrix m (row-major): four cyclic Jacobi sweeps
+// (quadratic convergence: f32 precision), then the largest diagonal entry.
+fn max_eigenvalue(m: array<f32, 9>) -> f32 {
+    var a = m;
+    for (var sweep = 0u; sweep < 4u; sweep++) {
+        rotate_pair(&a, 0u, 1u);
+        rotate_pair(&a, 0u, 2u);
+        rotate_pair(&a, 1u, 2u);
+    }
+    return max(a[0], max(a[4], a[8]));
+}

@@ -216,6 +216,11 @@ enum Command {
         /// `jacobi-gpu`); gpu-solve keeps collision and assembly on the CPU.
         #[arg(long, default_value = "auto")]
         pipeline: PipelineChoice,
+        /// With a GPU solver: measure each step's answer again in f64 on the CPU, so that
+        /// the residuals of `steps.csv` certify it (the gpu-solve pipeline; without it they
+        /// are the GPU's own f32 measures).
+        #[arg(long)]
+        certify: bool,
         /// Exit with status 3 when a step missed the solver's tolerance (4 when one had no
         /// usable answer); the summary counts them either way.
         #[arg(long)]
@@ -506,9 +511,11 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
             dump_format,
             json_summary,
             pipeline,
+            certify,
             require_convergence,
         } => {
             let (mut scene, mut solver, steps, dir) = prepare_run(&scene, run)?;
+            scene.world.settings.certify |= certify;
             let outputs = Outputs {
                 dir,
                 snapshot_every: snapshot_every.unwrap_or(scene.run.snapshot_every),

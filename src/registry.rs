@@ -62,7 +62,7 @@ impl Entry {
             new: || Box::new(GpuSolver::<M>::default()),
             kernels: Some(|ctx, sys, settings| {
                 let method = M::default();
-                method.kernels(ctx, &method.data(sys, settings, None)?)
+                method.kernels(ctx, &method.data(sys, settings, None)?, 1.0)
             }),
         }
     }

@@ -466,6 +466,52 @@ fn generated(kernel: &Kernel, forms: &[ProblemData], rng: &mut Rng) -> Vec<(u32,
     runs
 }
 
+/// The blocks' steps and the preconditioner the device computes (`block_steps`, for the
+/// solvers' data that leaves them to it) are the host's `f64` ones rounded: within 1e-5
+/// relative (four Jacobi sweeps of an `f32` 3×3 block against nalgebra's `f64` eigenvalues).
+#[test]
+fn block_steps_on_the_device_match_the_host() {
+    let Some(ctx) = context() else { return };
+    let d = factored();
+    let op = d.op.arrays();
+    let array = |name: &str| op.iter().find(|(n, _)| *n == name).unwrap().1.to_vec();
+    // The host's values are overwritten: start from placeholders.
+    let blank: Vec<GpuBlock> = d
+        .blocks
+        .iter()
+        .map(|b| GpuBlock { eta: 0.0, ..*b })
+        .collect();
+    let contents = [
+        bytes(&[d.params]),
+        array("jac"),
+        array("minv_jac"),
+        bytes(&d.compliance),
+        bytes(&blank),
+        bytes(&vec![1.0f32; d.params.n_rows as usize]),
+    ];
+    let contents: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+    let out = dispatch_once(&ctx, &kernels::BLOCK_STEPS, d.params.n_blocks, &contents).unwrap();
+    let blocks: Vec<GpuBlock> = bytemuck::pod_collect_to_vec(&out[4]);
+    let precond: Vec<f32> = bytemuck::pod_collect_to_vec(&out[5]);
+    let rel = |a: f32, b: f32| f64::from((a - b).abs() / b.abs().max(f32::MIN_POSITIVE));
+    let eta = blocks
+        .iter()
+        .zip(&d.blocks)
+        .map(|(g, h)| rel(g.eta, h.eta))
+        .fold(0.0, f64::max);
+    let pre = precond
+        .iter()
+        .zip(&d.precond)
+        .map(|(&g, &h)| rel(g, h))
+        .fold(0.0, f64::max);
+    eprintln!("block steps: max relative difference η {eta:e}, preconditioner {pre:e}");
+    assert!(eta <= 1e-5 && pre <= 1e-5, "η {eta:e}, P {pre:e}");
+    assert!(
+        d.blocks.iter().all(|b| b.eta > 0.0),
+        "every block has a step"
+    );
+}
+
 /// Every kernel of the registry against its CPU mirror, on every combination of its
 /// bindings' generated cases on each problem form that provides them and on the recorded
 /// inputs of the time step ([`traced`]), within [`PARITY_EPS`]; every buffer a kernel writes

@@ -379,6 +379,49 @@ fn same_sized_problems_reuse_the_buffers() {
     }
 }
 
+/// A session whose problem grows (the next step of a simulation with more contacts) takes
+/// buffers with room to spare: a later problem up to that size reuses them, with the answer
+/// of a fresh session to `f32` rounding (the dispatches cover the room, the reductions add
+/// its zeros). Without certification the report's residual is the GPU's own measure of the
+/// same impulses, within `F32_FLOOR` of the `f64` one.
+#[test]
+fn a_growing_problem_keeps_room_and_certification_is_optional() {
+    let Some(ctx) = context() else { return };
+    let small = System::new(&random_problem(11, 100, 300)).unwrap();
+    let grown = System::new(&random_problem(17, 105, 330)).unwrap();
+    let between = System::new(&random_problem(19, 104, 315)).unwrap();
+    let settings = Settings {
+        tol: 1e-5,
+        max_iter: 400,
+        ..Settings::default()
+    };
+    let gpu = Gpu::new(&ctx);
+    for name in ["jacobi", "spg", "apgd"] {
+        assert!(!gpu.solve(name, &small, &settings).1.reused, "{name}");
+        assert!(!gpu.solve(name, &grown, &settings).1.reused, "{name}");
+        let (kept, stats) = gpu.solve(name, &between, &settings);
+        assert!(stats.reused, "{name}: a smaller problem fits the room");
+        let (fresh, _) = Gpu::new(&ctx).solve(name, &between, &settings);
+        assert_eq!(
+            (kept.status, kept.iterations),
+            (fresh.status, fresh.iterations),
+            "{name}"
+        );
+        let diff = gamma_difference(name, &kept, &fresh);
+        assert!(diff <= 1e-4 * norm_inf(&fresh.gamma), "{name}: {diff:e}");
+
+        let uncertified = Settings {
+            certify: false,
+            ..settings.clone()
+        };
+        let (own, _) = Gpu::new(&ctx).solve(name, &between, &uncertified);
+        assert_eq!(own.gamma, fresh.gamma, "{name}: the same iterations");
+        assert_eq!(own.status, fresh.status, "{name}");
+        let (a, b) = (own.residual.relative, fresh.residual.relative);
+        assert!((a - b).abs() <= F32_FLOOR, "{name}: GPU {a:e}, f64 {b:e}");
+    }
+}
+
 /// `--device gpu` runs the `-gpu` variant of the chosen solver; a solver without one is a
 /// clear error.
 #[test]

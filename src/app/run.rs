@@ -503,6 +503,9 @@ fn resident_for(
             "the GPU-resident step solves with jacobi-gpu, spg-gpu or apgd-gpu only, not {}",
             solver.name()
         )),
+        Some(_) if world.settings.certify => {
+            Err("the answers are certified in f64 (--certify), which needs them on the host".into())
+        }
         Some(_) if dumps => Err("problems are dumped, which needs the CPU's assembly".into()),
         Some(method) => resident::unqualified_for(world, method).map_or(Ok(method), Err),
     };

@@ -65,7 +65,7 @@ fn program(ctx: &GpuContext, engine: &Engine) -> Result<Program> {
 impl GpuKernels {
     /// The APGD kernels on `data` (whose [`ProblemData::lipschitz`] must be set).
     pub fn apgd(ctx: &GpuContext, data: &ProblemData) -> Result<Self> {
-        GpuKernels::new(ctx, data, |engine| program(ctx, engine))
+        GpuKernels::new(ctx, data, 1.0, |engine| program(ctx, engine))
     }
 }
 
@@ -88,10 +88,10 @@ impl Method for ApgdMethod {
 
     /// The data with the initial Lipschitz estimate of [`Apgd`].
     fn data(&self, sys: &System, settings: &Settings, bias: Bias) -> Result<ProblemData> {
-        Ok(ProblemData::shifted(sys, settings, bias)?.with_lipschitz(sys))
+        Ok(ProblemData::for_device(sys, settings, bias)?.with_lipschitz(sys))
     }
 
-    fn kernels(&self, ctx: &GpuContext, data: &ProblemData) -> Result<GpuKernels> {
-        GpuKernels::apgd(ctx, data)
+    fn kernels(&self, ctx: &GpuContext, data: &ProblemData, room: f64) -> Result<GpuKernels> {
+        GpuKernels::new(ctx, data, room, |engine| program(ctx, engine))
     }
 }

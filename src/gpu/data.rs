@@ -297,8 +297,14 @@ pub struct ProblemData {
     pub gamma: Vec<f32>,
     /// The initial impulses in `f64`, as the CPU solvers start.
     pub gamma_f64: Vec<f64>,
-    /// The step lengths `η_k` in `f64`, for the residual the host certifies.
+    /// The step lengths `η_k` in `f64`, for the residual the host certifies; empty when
+    /// [`ProblemData::device_steps`] (the host then computes them only to certify).
     pub eta: Vec<f64>,
+    /// Whether the kernel `block_steps` computes the blocks' `η_k` and the preconditioner
+    /// on the device before the solve (factored form under the `MaxEigenvalue` rule, see
+    /// the solvers' data); the host's `blocks[k].eta` and `precond` are then
+    /// placeholders.
+    pub device_steps: bool,
     /// APGD's initial Lipschitz estimate `‖(N + E) 1‖ / √m`
     /// ([`ProblemData::with_lipschitz`]); 0 until set.
     pub lipschitz: f32,
@@ -363,7 +369,23 @@ impl ProblemData {
     /// [`ProblemData::new`] of the problem with `bias` added to `r` (the inner solves of the
     /// Coulomb fixed point).
     pub(crate) fn shifted(sys: &System, settings: &Settings, bias: Bias) -> Result<Self> {
-        let eta = block_steps(sys, settings.block_step);
+        Self::build(sys, settings, bias, false)
+    }
+
+    /// [`ProblemData::shifted`] with the blocks' steps and the preconditioner left to the
+    /// device where it can compute them (factored form, `MaxEigenvalue` rule): the host skips
+    /// the eigenvalues of every diagonal block (the largest part of its work per solve).
+    pub(crate) fn for_device(sys: &System, settings: &Settings, bias: Bias) -> Result<Self> {
+        let device = sys.factored().is_some() && settings.block_step == BlockStep::MaxEigenvalue;
+        Self::build(sys, settings, bias, device)
+    }
+
+    fn build(sys: &System, settings: &Settings, bias: Bias, device_steps: bool) -> Result<Self> {
+        let eta = if device_steps {
+            Vec::new()
+        } else {
+            block_steps(sys, settings.block_step)
+        };
         let blocks = sys
             .cones()
             .iter()
@@ -389,7 +411,7 @@ impl ProblemData {
                     body0: side(0)?,
                     body1: side(1)?,
                     mu,
-                    eta: eta[k] as f32,
+                    eta: eta.get(k).map_or(0.0, |&e| e as f32),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -420,11 +442,13 @@ impl ProblemData {
             )
         };
         // P = diag(N + E) averaged within each block (paper 004's preconditioner).
-        let mean = block_steps(sys, BlockStep::MeanDiagonal);
         let mut precond = vec![1.0f32; sys.rows()];
-        for (k, e) in mean.iter().enumerate() {
-            if *e > 0.0 {
-                precond[sys.block_range(k)].fill((1.0 / e) as f32);
+        if !device_steps {
+            let mean = block_steps(sys, BlockStep::MeanDiagonal);
+            for (k, e) in mean.iter().enumerate() {
+                if *e > 0.0 {
+                    precond[sys.block_range(k)].fill((1.0 / e) as f32);
+                }
             }
         }
         let gamma_f64 = crate::solver::progress::initial_iterate(sys, settings);
@@ -451,6 +475,7 @@ impl ProblemData {
             gamma: to_f32(&gamma_f64),
             gamma_f64,
             eta,
+            device_steps,
             lipschitz: 0.0,
         })
     }

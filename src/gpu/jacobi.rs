@@ -35,7 +35,7 @@ fn program(ctx: &GpuContext, engine: &Engine) -> Result<Program> {
 impl GpuKernels {
     /// The projected Jacobi kernels on `data` (`ω` and `η_k` from its settings).
     pub fn jacobi(ctx: &GpuContext, data: &ProblemData) -> Result<Self> {
-        GpuKernels::new(ctx, data, |engine| program(ctx, engine))
+        GpuKernels::new(ctx, data, 1.0, |engine| program(ctx, engine))
     }
 }
 
@@ -48,8 +48,8 @@ impl Method for JacobiMethod {
     // The De Saxcé shift is part of the projected step.
     const OUTER_COULOMB: bool = false;
 
-    fn kernels(&self, ctx: &GpuContext, data: &ProblemData) -> Result<GpuKernels> {
-        GpuKernels::jacobi(ctx, data)
+    fn kernels(&self, ctx: &GpuContext, data: &ProblemData, room: f64) -> Result<GpuKernels> {
+        GpuKernels::new(ctx, data, room, |engine| program(ctx, engine))
     }
 }
 

@@ -316,6 +316,10 @@ pub const CSR_ROWS: Kernel = kernel!(csr_rows, false, Rows, [
     params: Uniform (Params), apply: Uniform (Apply), indptr: Read [Indptr],
     indices: Read [Indices], values: Read [Values], r: Read [Rows], compliance: Read [Rows],
     x: Read [Rows], y: Write [Rows]]);
+/// The diagonal blocks' steps `η_k` and the preconditioner (factored form), on the device.
+pub const BLOCK_STEPS: Kernel = kernel!(block_steps, false, Blocks, [
+    params: Uniform (Params), jac: Read [Jacobian], minv_jac: Read [MinvJac],
+    compliance: Read [Rows], blocks: Write [Blocks], precond: Write [Diagonal]]);
 /// The projected Jacobi step from `u`.
 pub const JACOBI_STEP: Kernel = kernel!(jacobi_step, false, Blocks, [
     params: Uniform (Params), blocks: Read [Blocks], u: Read [Rows], gamma_in: Read [Rows],
@@ -457,6 +461,7 @@ pub const ALL: &[Kernel] = &[
     FACTORED_BODIES,
     FACTORED_ROWS,
     CSR_ROWS,
+    BLOCK_STEPS,
     JACOBI_STEP,
     RESIDUAL,
     REDUCE,

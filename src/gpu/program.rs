@@ -7,15 +7,19 @@
 use std::sync::{Arc, OnceLock};
 
 use super::context::GpuContext;
-use super::data::{Monitor, ProblemData};
+use super::data::{Monitor, OperatorData, ProblemData};
 use super::engine::{Engine, GpuStats, Step, record};
-use super::kernels::{Domain, Kernel};
+use super::kernels::{BLOCK_STEPS, Domain, Kernel};
 use super::refine;
 use crate::error::{Error, Result};
 use crate::problem::System;
 use crate::problem::merit::{self, Residual};
 use crate::solver::progress::{Progress, biased_velocity};
-use crate::solver::{Bias, Report, Session, Settings, Solver, Status, coulomb};
+use crate::solver::{Bias, Report, Session, Settings, Solver, Status, block_steps, coulomb};
+
+/// The buffers a session makes when its problem outgrows the last ones: this many times the
+/// new sizes (a simulation's contact count drifts from step to step).
+const ROOM: f64 = 1.25;
 
 /// Iterations recorded per command buffer; the residual (a few scalars) is read back after
 /// each submission only, the impulses once at the end.
@@ -166,26 +170,48 @@ impl Program {
 pub struct GpuKernels {
     engine: Engine,
     program: Program,
+    /// The blocks' steps and preconditioner on the device (factored form), dispatched before
+    /// the start of a solve whose data leaves them to it ([`ProblemData::device_steps`]).
+    block_steps: Option<Step>,
+    device_steps: bool,
     /// Iterations recorded since the start of the solve.
     done: usize,
     started: bool,
 }
 
 impl GpuKernels {
+    /// The kernels `build` makes on buffers for `room` times the sizes of `data` (at least
+    /// 1; see [`Engine::new`]), with `data` uploaded.
     pub(crate) fn new(
         ctx: &GpuContext,
         data: &ProblemData,
+        room: f64,
         build: impl FnOnce(&Engine) -> Result<Program>,
     ) -> Result<Self> {
-        let engine = Engine::new(ctx, data)?;
+        let engine = Engine::new(ctx, data, room)?;
         let program = build(&engine)?;
         program.reset(&engine, data);
+        let block_steps = match data.op {
+            OperatorData::Factored { .. } => Some(engine.step(ctx, &BLOCK_STEPS, &[])?),
+            OperatorData::Csr { .. } => None,
+        };
         Ok(GpuKernels {
             engine,
             program,
+            block_steps,
+            device_steps: data.device_steps,
             done: 0,
             started: false,
         })
+    }
+
+    /// What a solve dispatches first: the blocks' steps when the device computes them, then
+    /// the solver's start.
+    fn start_steps(&self) -> impl Iterator<Item = &Step> {
+        self.block_steps
+            .iter()
+            .filter(|_| self.device_steps)
+            .chain(&self.program.start.steps)
     }
 
     /// Replaces the problem by `data` when it has the same sizes (the buffers and kernels are
@@ -196,6 +222,7 @@ impl GpuKernels {
         }
         self.engine.upload(data);
         self.program.reset(&self.engine, data);
+        self.device_steps = data.device_steps;
         self.done = 0;
         self.started = false;
         true
@@ -204,7 +231,7 @@ impl GpuKernels {
     fn record_iterations(&mut self, encoder: &mut wgpu::CommandEncoder, iterations: usize) {
         let mut steps: Vec<&Step> = Vec::new();
         if !self.started {
-            steps.extend(&self.program.start.steps);
+            steps.extend(self.start_steps());
         }
         for k in self.done..self.done + iterations {
             steps.extend(self.program.iteration(k));
@@ -260,13 +287,14 @@ impl GpuKernels {
     /// Iterates on the problem of `data` (uploaded) under `settings`: chunks of
     /// [`READBACK_EVERY`] iterations, each followed by the residual and the best-iterate
     /// bookkeeping on the GPU and one readback of a [`Monitor`]; the first submission also
-    /// measures the initial iterate. Returns the progress, the status and the impulses (the
-    /// last iterate if converged, else the best one), read back once and widened.
+    /// measures the initial iterate. Returns the progress, the status, the impulses (the
+    /// last iterate if converged, else the best one), read back once and widened, and the
+    /// GPU's `f32` measure of their residual.
     pub(crate) fn iterate<'a>(
         &mut self,
         settings: &'a Settings,
         data: &ProblemData,
-    ) -> Result<(Progress<'a>, Status, Vec<f64>)> {
+    ) -> Result<(Progress<'a>, Status, Vec<f64>, Residual)> {
         let mut state: Option<(Progress, Option<Status>)> = None;
         let outcome = loop {
             let first = state.is_none();
@@ -274,12 +302,7 @@ impl GpuKernels {
             let chunk = READBACK_EVERY.min(settings.max_iter - done);
             let mut encoder = self.engine.encoder();
             if first {
-                let steps = self
-                    .program
-                    .start
-                    .steps
-                    .iter()
-                    .chain(self.program.measure(0));
+                let steps = self.start_steps().chain(self.program.measure(0));
                 record(&mut encoder, steps);
                 self.started = true;
                 self.engine.record_monitor(&mut encoder)?;
@@ -298,7 +321,7 @@ impl GpuKernels {
                 }
                 if let Some(status) = status {
                     // Decided on the initial iterate, which the host still holds.
-                    break (progress, status, None);
+                    break (progress, status, None, residual(&monitors[0]));
                 }
                 state = Some((progress, None));
             }
@@ -308,15 +331,15 @@ impl GpuKernels {
                 progress.observe(residual(&last), f64::from(last.gamma_inf), chunk, products);
             if let Some(status) = status {
                 let (progress, _) = state.take().expect("set above");
-                let buffer = if status == Status::Converged {
-                    self.program.iterate(self.done)
+                let (buffer, measured) = if status == Status::Converged {
+                    (self.program.iterate(self.done), residual(&last))
                 } else {
-                    &self.program.best
+                    (&self.program.best, progress.best_residual())
                 };
-                break (progress, status, Some(buffer.clone()));
+                break (progress, status, Some(buffer.clone()), measured);
             }
         };
-        let (progress, status, buffer) = outcome;
+        let (progress, status, buffer, measured) = outcome;
         let gamma = match buffer {
             Some(buffer) => self
                 .engine
@@ -326,12 +349,13 @@ impl GpuKernels {
                 .collect(),
             None => data.gamma_f64.clone(),
         };
-        Ok((progress, status, gamma))
+        Ok((progress, status, gamma, measured))
     }
 
     /// Solves the problem of `data` (uploaded, same as `sys` with `bias` under `settings`)
-    /// by [`GpuKernels::iterate`], then measures the residual of the returned impulses in
-    /// `f64` on the CPU: the report's residual and merit certify the result.
+    /// by [`GpuKernels::iterate`]; with [`Settings::certify`], then measures the residual
+    /// of the returned impulses in `f64` on the CPU, so that the report's residual certifies
+    /// the result (else it is the GPU's `f32` measure).
     pub(crate) fn solve(
         &mut self,
         name: &'static str,
@@ -340,10 +364,34 @@ impl GpuKernels {
         bias: Bias,
         data: &ProblemData,
     ) -> Result<Report> {
-        let (progress, status, gamma) = self.iterate(settings, data)?;
-        let u = biased_velocity(sys, bias, &gamma);
-        let certified = merit::residual(sys, &gamma, &u, settings.friction, &data.eta);
-        Ok(progress.report(name, sys, status, gamma, certified))
+        let (progress, status, gamma, measured) = self.iterate(settings, data)?;
+        let residual = if settings.certify {
+            let u = biased_velocity(sys, bias, &gamma);
+            merit::residual(
+                sys,
+                &gamma,
+                &u,
+                settings.friction,
+                &host_steps(sys, settings, data),
+            )
+        } else {
+            measured
+        };
+        Ok(progress.report(name, sys, status, gamma, residual))
+    }
+}
+
+/// The blocks' steps `η_k` in `f64` of `data`'s problem: its own, or computed now when the
+/// device computed them ([`ProblemData::device_steps`]).
+fn host_steps<'a>(
+    sys: &System,
+    settings: &Settings,
+    data: &'a ProblemData,
+) -> std::borrow::Cow<'a, [f64]> {
+    if data.eta.len() == sys.blocks() {
+        std::borrow::Cow::Borrowed(&data.eta)
+    } else {
+        std::borrow::Cow::Owned(block_steps(sys, settings.block_step))
     }
 }
 
@@ -371,13 +419,14 @@ pub trait Method: Clone + Default + std::fmt::Debug + Send + Sync + 'static {
         Ok(())
     }
 
-    /// The data of `sys` with `bias` added to `r`, under `settings`.
+    /// The data of `sys` with `bias` added to `r`, under `settings` (the blocks' steps left
+    /// to the device where it computes them).
     fn data(&self, sys: &System, settings: &Settings, bias: Bias) -> Result<ProblemData> {
-        ProblemData::shifted(sys, settings, bias)
+        ProblemData::for_device(sys, settings, bias)
     }
 
-    /// The kernels on `data`.
-    fn kernels(&self, ctx: &GpuContext, data: &ProblemData) -> Result<GpuKernels>;
+    /// The kernels on `data`, on buffers for `room` times its sizes (at least 1).
+    fn kernels(&self, ctx: &GpuContext, data: &ProblemData, room: f64) -> Result<GpuKernels>;
 }
 
 /// A GPU solver: a [`Method`] and its device, opened at the first [`Solver::prepare`]
@@ -481,8 +530,11 @@ fn kernels_for<'a, M: Method>(
 ) -> Result<(&'a mut GpuKernels, bool)> {
     let reused = slot.as_mut().is_some_and(|k| k.reload(data));
     if !reused {
+        // A session whose problem changed size (the next step of a simulation) takes
+        // buffers with room to spare, so that the steps after it reuse them.
+        let room = if slot.is_some() { ROOM } else { 1.0 };
         *slot = None;
-        *slot = Some(method.kernels(context, data)?);
+        *slot = Some(method.kernels(context, data, room)?);
         *analyses += 1;
     }
     Ok((slot.as_mut().expect("set above"), reused))
@@ -525,7 +577,11 @@ impl<M: Method> GpuSession<M> {
             analyses,
         } = self;
         let mut solve = |s: &Settings, bias: Bias| -> Result<Report> {
-            let data = method.data(sys, s, bias)?;
+            let mut data = method.data(sys, s, bias)?;
+            if refined {
+                // The correction problems and their certification take the steps in f64.
+                data.eta = host_steps(sys, s, &data).into_owned();
+            }
             let (k, reused) = kernels_for(method, context, kernels, &data, analyses)?;
             stats.reused = reused;
             if !refined {
@@ -537,7 +593,7 @@ impl<M: Method> GpuSession<M> {
             })?;
             refine::refine(sys, s, bias, &data, first, |cdata, cs| {
                 let (k, _) = kernels_for(method, context, correction, cdata, analyses)?;
-                let (progress, _, delta) = counted(stats, k, |k| k.iterate(cs, cdata))?;
+                let (progress, _, delta, _) = counted(stats, k, |k| k.iterate(cs, cdata))?;
                 Ok(refine::Round {
                     iterations: progress.iterations(),
                     products: progress.products(),

@@ -96,7 +96,7 @@ fn program(ctx: &GpuContext, engine: &Engine, params: &SpgParams) -> Result<Prog
 impl GpuKernels {
     /// The P-SPG-FB kernels on `data` with `params` (`N_GLL` at most [`MAX_GLL`]).
     pub fn spg(ctx: &GpuContext, data: &ProblemData, params: &SpgParams) -> Result<Self> {
-        GpuKernels::new(ctx, data, |engine| program(ctx, engine, params))
+        GpuKernels::new(ctx, data, 1.0, |engine| program(ctx, engine, params))
     }
 }
 
@@ -131,8 +131,8 @@ impl Method for SpgMethod {
         config(&self.params, 0).map(|_| ())
     }
 
-    fn kernels(&self, ctx: &GpuContext, data: &ProblemData) -> Result<GpuKernels> {
-        GpuKernels::spg(ctx, data, &self.params)
+    fn kernels(&self, ctx: &GpuContext, data: &ProblemData, room: f64) -> Result<GpuKernels> {
+        GpuKernels::new(ctx, data, room, |engine| program(ctx, engine, &self.params))
     }
 }
 

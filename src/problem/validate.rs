@@ -23,7 +23,7 @@ pub(super) fn problem(p: &Problem) -> Result<()> {
     }
     let m = p.rows();
     if !p.compliance.is_empty() {
-        same_len("compliance", p.compliance.len(), m, "rows")?;
+        same_len(|| "compliance".into(), p.compliance.len(), m, "rows")?;
         for (i, &c) in p.compliance.iter().enumerate() {
             if !c.is_finite() || c < 0.0 {
                 return Err(Error::invalid(
@@ -40,22 +40,25 @@ pub(super) fn problem(p: &Problem) -> Result<()> {
     }
 }
 
-fn same_len(field: &str, got: usize, want: usize, what: &str) -> Result<()> {
+/// `field` names the checked value; a closure, so that a valid problem (the simulator
+/// validates one per step) formats no names.
+fn same_len(field: impl FnOnce() -> String, got: usize, want: usize, what: &str) -> Result<()> {
     if got == want {
         Ok(())
     } else {
         Err(Error::invalid(
-            field,
+            field(),
             format!("has {got} entries, expected {want} (the number of {what})"),
         ))
     }
 }
 
-fn finite(field: &str, values: &[f64]) -> Result<()> {
+/// Every entry of `values` is finite (`field` as in [`same_len`]).
+fn finite(field: impl FnOnce() -> String, values: &[f64]) -> Result<()> {
     match values.iter().position(|v| !v.is_finite()) {
         None => Ok(()),
         Some(i) => Err(Error::invalid(
-            format!("{field}[{i}]"),
+            format!("{}[{i}]", field()),
             format!("is {}; values must be finite", values[i]),
         )),
     }
@@ -86,10 +89,10 @@ fn factored(f: &Factored, cones: &[Cone], m: usize) -> Result<()> {
                 ),
             ));
         }
-        finite(&format!("bodies[{i}].v_free"), &body.v_free)?;
+        finite(|| format!("bodies[{i}].v_free"), &body.v_free)?;
     }
     same_len(
-        "jacobians",
+        || "jacobians".into(),
         f.jacobians.len(),
         cones.len(),
         "blocks in cones",
@@ -116,17 +119,17 @@ fn factored(f: &Factored, cones: &[Cone], m: usize) -> Result<()> {
             ));
         }
         same_len(
-            &format!("jacobians[{k}].rows"),
+            || format!("jacobians[{k}].rows"),
             jac.rows.len(),
             cone.dim() * jac.bodies.len(),
             "block rows times bodies",
         )?;
         for (i, row) in jac.rows.iter().enumerate() {
-            finite(&format!("jacobians[{k}].rows[{i}]"), row)?;
+            finite(|| format!("jacobians[{k}].rows[{i}]"), row)?;
         }
     }
-    same_len("b", f.b.len(), m, "rows")?;
-    finite("b", &f.b)
+    same_len(|| "b".into(), f.b.len(), m, "rows")?;
+    finite(|| "b".into(), &f.b)
 }
 
 fn assembled(a: &Assembled, m: usize) -> Result<()> {
@@ -143,8 +146,8 @@ fn assembled(a: &Assembled, m: usize) -> Result<()> {
         ));
     }
     a.n.validate("n")?;
-    same_len("r", a.r.len(), m, "rows")?;
-    finite("r", &a.r)
+    same_len(|| "r".into(), a.r.len(), m, "rows")?;
+    finite(|| "r".into(), &a.r)
 }
 
 fn global(g: &Global, m: usize) -> Result<()> {
@@ -166,8 +169,8 @@ fn global(g: &Global, m: usize) -> Result<()> {
         ));
     }
     g.j.validate("j")?;
-    same_len("f", g.f.len(), ndof, "degrees of freedom")?;
-    finite("f", &g.f)?;
-    same_len("b", g.b.len(), m, "rows")?;
-    finite("b", &g.b)
+    same_len(|| "f".into(), g.f.len(), ndof, "degrees of freedom")?;
+    finite(|| "f".into(), &g.f)?;
+    same_len(|| "b".into(), g.b.len(), m, "rows")?;
+    finite(|| "b".into(), &g.b)
 }

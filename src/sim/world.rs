@@ -52,6 +52,10 @@ pub struct StepSettings {
     pub max_iter: usize,
     /// Relaxation of the solver (`None` = its default).
     pub omega: Option<f64>,
+    /// Whether a GPU solver's answer is measured again in `f64` on the CPU each step
+    /// ([`Settings::certify`], `simulate --certify`); off, the step's residual is the GPU's
+    /// own `f32` measure and the host spends nothing on it.
+    pub certify: bool,
 }
 
 impl Default for StepSettings {
@@ -69,6 +73,7 @@ impl Default for StepSettings {
             tol: 1e-6,
             max_iter: 500,
             omega: None,
+            certify: false,
         }
     }
 }
@@ -509,6 +514,7 @@ impl World {
             max_iter: self.settings.max_iter,
             omega: self.settings.omega,
             warm_start: self.settings.warm_start.then(|| self.warm_start(&sp)),
+            certify: self.settings.certify,
             ..Settings::default()
         };
         let report = solver.solve(&sys, &settings)?;

@@ -55,6 +55,16 @@ pub struct Settings {
     /// merit set are `f64` whatever it is.
     #[serde(default)]
     pub precision: Precision,
+    /// Whether the GPU solvers measure the residual of the impulses they return again in
+    /// `f64` on the CPU (the report's residual then certifies the answer); without it the
+    /// report carries the GPU's own `f32` measure of that iterate, and the host spends
+    /// nothing on it. The CPU solvers measure in `f64` either way.
+    #[serde(default = "certify_default")]
+    pub certify: bool,
+}
+
+fn certify_default() -> bool {
+    true
 }
 
 /// The floating-point type of the iterations (`--precision`).
@@ -136,6 +146,7 @@ impl Default for Settings {
             block_step: BlockStep::default(),
             warm_start: None,
             precision: Precision::F64,
+            certify: true,
         }
     }
 }

@@ -193,6 +193,11 @@ impl<'a> Progress<'a> {
         (None, improved)
     }
 
+    /// The residual of the best iterate so far.
+    pub(crate) fn best_residual(&self) -> Residual {
+        self.best.1
+    }
+
     /// The report: the last iterate `gamma` if converged, else the best one.
     pub(crate) fn finish(
         self,

@@ -16,14 +16,14 @@ mod step;
 pub use apgd::{apgd_curvature, apgd_scalars, apgd_trial, apgd_update};
 pub use jacobi::jacobi_step;
 pub use measure::{copy_if, measure, residual};
-pub use operator::{csr_rows, factored_bodies, factored_rows};
+pub use operator::{block_steps, csr_rows, factored_bodies, factored_rows, max_eigenvalue};
 pub use reduce::{reduce, workgroup_tree};
 pub use spg::{spg_curvature, spg_direction, spg_scalars, spg_update};
 pub use step::{
-    max_eigenvalue, step_apgd_start, step_contact_rows, step_gate, step_gather, step_grid,
-    step_integrate, step_jacobi, step_keep, step_link_keys, step_narrow, step_precond, step_rows,
-    step_scan_add, step_scan_local, step_scan_totals, step_solver_params, step_sort_count,
-    step_sort_scatter, step_sort_segments, step_stats, step_warm_start,
+    step_apgd_start, step_contact_rows, step_gate, step_gather, step_grid, step_integrate,
+    step_jacobi, step_keep, step_link_keys, step_narrow, step_precond, step_rows, step_scan_add,
+    step_scan_local, step_scan_totals, step_solver_params, step_sort_count, step_sort_scatter,
+    step_sort_segments, step_stats, step_warm_start,
 };
 
 use super::data::{CONE_COULOMB, CONE_UNILATERAL, GpuBlock};

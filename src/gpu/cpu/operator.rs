@@ -96,3 +96,108 @@ pub fn csr_rows(
         y[i] = v;
     }
 }
+
+/// `rotate_pair` of `shaders/common.wgsl`: one Jacobi rotation zeroing `a[p][q]`.
+fn rotate_pair(a: &mut [f32; 9], p: usize, q: usize) {
+    let apq = a[3 * p + q];
+    if apq == 0.0 {
+        return;
+    }
+    let theta = (a[4 * q] - a[4 * p]) / (2.0 * apq);
+    let mut t = 0.5 / theta.abs();
+    if theta.abs() < 1e18 {
+        t = 1.0 / (theta.abs() + (theta * theta + 1.0).sqrt());
+    }
+    if theta < 0.0 {
+        t = -t;
+    }
+    let c = 1.0 / (t * t + 1.0).sqrt();
+    let s = t * c;
+    let r = 3 - p - q;
+    let (arp, arq) = (a[3 * r + p], a[3 * r + q]);
+    a[4 * p] -= t * apq;
+    a[4 * q] += t * apq;
+    a[3 * p + q] = 0.0;
+    a[3 * q + p] = 0.0;
+    let rp = c * arp - s * arq;
+    let rq = s * arp + c * arq;
+    a[3 * r + p] = rp;
+    a[3 * p + r] = rp;
+    a[3 * r + q] = rq;
+    a[3 * q + r] = rq;
+}
+
+/// `max_eigenvalue` of `shaders/common.wgsl`: the largest eigenvalue of a symmetric 3×3
+/// matrix (row-major) by four cyclic Jacobi sweeps.
+pub fn max_eigenvalue(m: [f32; 9]) -> f32 {
+    let mut a = m;
+    for _ in 0..4 {
+        rotate_pair(&mut a, 0, 1);
+        rotate_pair(&mut a, 0, 2);
+        rotate_pair(&mut a, 1, 2);
+    }
+    a[0].max(a[4].max(a[8]))
+}
+
+/// Row `a` of side `side` of block `k` times row `b` of the same side of `M⁻¹ Jᵀ`.
+fn side_product(
+    params: &Params,
+    jac: &[f32],
+    minv_jac: &[f32],
+    k: usize,
+    blk: &GpuBlock,
+    [side, a, b]: [u32; 3],
+) -> f32 {
+    let minv = 6 * (blk.jac + side * blk.dim + b) as usize;
+    let n = params.n_blocks as usize;
+    let slot = (side * params.max_dim + a) as usize;
+    let mut s = 0.0f32;
+    for c in 0..6 {
+        s += jac[(slot * 6 + c) * n + k] * minv_jac[minv + c];
+    }
+    s
+}
+
+/// `shaders/block_steps.wgsl`: `η_k = 1/λ_max(N_kk + E_kk)` into the blocks and
+/// `mean diag(N_kk + E_kk)` into the preconditioner (factored form).
+pub fn block_steps(
+    params: &Params,
+    jac: &[f32],
+    minv_jac: &[f32],
+    compliance: &[f32],
+    blocks: &mut [GpuBlock],
+    precond: &mut [f32],
+) {
+    for (k, blk) in blocks[..params.n_blocks as usize].iter_mut().enumerate() {
+        let mut n = [0.0f32; 9];
+        for a in 0..blk.dim {
+            for b in 0..blk.dim {
+                let mut s = 0.0f32;
+                if blk.body0 >= 0 {
+                    s += side_product(params, jac, minv_jac, k, blk, [0, a, b]);
+                }
+                if blk.body1 >= 0 {
+                    s += side_product(params, jac, minv_jac, k, blk, [1, a, b]);
+                }
+                n[(3 * a + b) as usize] = s;
+            }
+        }
+        let mut trace = 0.0f32;
+        for a in 0..blk.dim as usize {
+            n[4 * a] += compliance[blk.row as usize + a];
+            trace += n[4 * a];
+        }
+        for a in 0..3 {
+            for b in a + 1..3 {
+                let m = 0.5 * (n[3 * a + b] + n[3 * b + a]);
+                n[3 * a + b] = m;
+                n[3 * b + a] = m;
+            }
+        }
+        let lmax = max_eigenvalue(n);
+        blk.eta = if lmax > 0.0 { 1.0 / lmax } else { 0.0 };
+        let mean = trace / blk.dim as f32;
+        let p = if mean > 0.0 { mean } else { 1.0 };
+        precond[blk.row as usize..][..blk.dim as usize].fill(p);
+    }
+}

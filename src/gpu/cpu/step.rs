@@ -2,6 +2,7 @@
 //! narrow phase, assembly, warm start, body links, the iterations on the sphere rows
 //! (gather and Jacobi step), integration and statistics.
 
+use super::operator::max_eigenvalue;
 use super::{model_velocity, project, workgroup_tree};
 use crate::gpu::kernels::WORKGROUP;
 use crate::gpu::step::{GpuBody, GpuContact, GpuPlane, Span, StepGate, StepParams};
@@ -234,48 +235,6 @@ fn tangents(n: V3) -> [V3; 2] {
     let len = dot3(c, c).sqrt();
     let t1 = c.map(|x| x / len);
     [t1, cross3(n, t1)]
-}
-
-/// `rotate_pair` of `step_contact_rows.wgsl`: one Jacobi rotation zeroing `a[p][q]`.
-fn rotate_pair(a: &mut [f32; 9], p: usize, q: usize) {
-    let apq = a[3 * p + q];
-    if apq == 0.0 {
-        return;
-    }
-    let theta = (a[4 * q] - a[4 * p]) / (2.0 * apq);
-    let mut t = 0.5 / theta.abs();
-    if theta.abs() < 1e18 {
-        t = 1.0 / (theta.abs() + (theta * theta + 1.0).sqrt());
-    }
-    if theta < 0.0 {
-        t = -t;
-    }
-    let c = 1.0 / (t * t + 1.0).sqrt();
-    let s = t * c;
-    let r = 3 - p - q;
-    let (arp, arq) = (a[3 * r + p], a[3 * r + q]);
-    a[4 * p] -= t * apq;
-    a[4 * q] += t * apq;
-    a[3 * p + q] = 0.0;
-    a[3 * q + p] = 0.0;
-    let rp = c * arp - s * arq;
-    let rq = s * arp + c * arq;
-    a[3 * r + p] = rp;
-    a[3 * p + r] = rp;
-    a[3 * r + q] = rq;
-    a[3 * q + r] = rq;
-}
-
-/// `max_eigenvalue` of `step_contact_rows.wgsl`: the largest eigenvalue of a symmetric 3×3
-/// matrix (row-major) by four cyclic Jacobi sweeps.
-pub fn max_eigenvalue(m: [f32; 9]) -> f32 {
-    let mut a = m;
-    for _ in 0..4 {
-        rotate_pair(&mut a, 0, 1);
-        rotate_pair(&mut a, 0, 2);
-        rotate_pair(&mut a, 1, 2);
-    }
-    a[0].max(a[4].max(a[8]))
 }
 
 /// `step_contact_rows.wgsl`.

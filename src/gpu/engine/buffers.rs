@@ -69,6 +69,41 @@ pub(crate) struct Shape {
 }
 
 impl Shape {
+    /// Whether a problem of shape `need` fits buffers of this shape (the same operator
+    /// arrays, no size above this one's).
+    pub(crate) fn holds(&self, need: &Shape) -> bool {
+        need.bodies <= self.bodies
+            && need.blocks <= self.blocks
+            && need.rows <= self.rows
+            && self.op.len() == need.op.len()
+            && self
+                .op
+                .iter()
+                .zip(&need.op)
+                .all(|((a, x), (b, y))| a == b && y <= x)
+    }
+
+    /// This shape with every size multiplied by `room` (at least 1).
+    pub(crate) fn grown(&self, room: f64) -> Self {
+        let room = room.max(1.0);
+        let u = |n: u32| (f64::from(n) * room).ceil().min(f64::from(u32::MAX)) as u32;
+        Shape {
+            bodies: u(self.bodies),
+            blocks: u(self.blocks),
+            rows: u(self.rows),
+            op: self
+                .op
+                .iter()
+                .map(|&(name, bytes)| {
+                    (
+                        name,
+                        ((bytes as f64 * room).ceil() as usize).next_multiple_of(4),
+                    )
+                })
+                .collect(),
+        }
+    }
+
     /// The shape of `data`.
     pub(crate) fn of(data: &ProblemData) -> Self {
         Shape {
@@ -110,30 +145,30 @@ pub(crate) struct Shared {
 pub(crate) const MONITOR_BYTES: u64 = std::mem::size_of::<Monitor>() as u64;
 
 impl Shared {
-    /// The buffers of `data`'s sizes, not yet filled (but for the two `apply` uniforms).
+    /// The buffers of a problem of shape `shape` (the sizes of `data` or more), not yet
+    /// filled (but for the two `apply` uniforms).
     pub(crate) fn new(
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         data: &ProblemData,
+        shape: &Shape,
         limit: u64,
     ) -> Result<Self> {
         let storage = |label: &str, bytes: usize| storage(device, label, bytes, limit);
         let uniform =
             |label: &str, bytes: usize| create(device, label, bytes as u64, usage(Access::Uniform));
-        let p = &data.params;
-        let rows = 4 * p.n_rows as usize;
-        let op = data
+        let rows = 4 * shape.rows as usize;
+        let op = shape
             .op
-            .arrays()
-            .into_iter()
-            .map(|(name, bytes)| Ok((name, storage(name, bytes.len())?)))
+            .iter()
+            .map(|&(name, bytes)| Ok((name, storage(name, bytes)?)))
             .collect::<Result<Vec<_>>>()?;
         let w = match data.op {
-            OperatorData::Factored { .. } => Some(storage("w", 24 * p.n_bodies as usize)?),
+            OperatorData::Factored { .. } => Some(storage("w", 24 * shape.bodies as usize)?),
             OperatorData::Csr { .. } => None,
         };
         let partial = std::mem::size_of::<Partial>();
-        let groups = p.n_rows.max(p.n_blocks).div_ceil(WORKGROUP) as usize;
+        let groups = shape.rows.max(shape.blocks).div_ceil(WORKGROUP) as usize;
         let apply = [0, 1].map(|add_r| {
             let buffer = uniform("apply", std::mem::size_of::<Apply>());
             queue.write_buffer(
@@ -145,7 +180,10 @@ impl Shared {
         });
         Ok(Shared {
             params: uniform("params", std::mem::size_of::<Params>()),
-            blocks: storage("blocks", std::mem::size_of_val(data.blocks.as_slice()))?,
+            blocks: storage(
+                "blocks",
+                shape.blocks as usize * std::mem::size_of::<crate::gpu::data::GpuBlock>(),
+            )?,
             r: storage("r", rows)?,
             compliance: storage("compliance", rows)?,
             precond: storage("precond", rows)?,
@@ -158,8 +196,8 @@ impl Shared {
         })
     }
 
-    /// Writes the arrays of `data` (of the shape the buffers were made for) and resets the
-    /// monitor.
+    /// Writes the arrays of `data` (of a shape the buffers hold) at their starts and resets
+    /// the monitor.
     pub(crate) fn upload(&self, queue: &wgpu::Queue, data: &ProblemData) {
         let write = |buffer: &wgpu::Buffer, bytes: &[u8]| {
             if !bytes.is_empty() {

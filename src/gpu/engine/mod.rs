@@ -43,7 +43,11 @@ pub(crate) struct Engine {
     queue: wgpu::Queue,
     /// `max_storage_buffer_binding_size` of the device.
     limit: u64,
+    /// The sizes of the uploaded problem.
     shape: Shape,
+    /// The sizes the buffers hold (the dispatches cover them; the kernels skip the items
+    /// past the problem's counts in [`Params`](super::data::Params)).
+    capacity: Shape,
     shared: Shared,
     /// Where the monitors and vectors read back land.
     staging: Staging,
@@ -51,17 +55,20 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    /// Creates the buffers of `data` and uploads it. A buffer larger than one storage
-    /// binding, or a domain larger than one dispatch, is an [`Error::Gpu`] naming the limit.
-    pub(crate) fn new(ctx: &GpuContext, data: &ProblemData) -> Result<Self> {
+    /// Creates the buffers of `data`, with `room` times its sizes (at least 1: later
+    /// problems up to that size reuse them, [`Engine::fits`]), and uploads it. A buffer larger
+    /// than one storage binding, or a domain larger than one dispatch, is an [`Error::Gpu`]
+    /// naming the limit.
+    pub(crate) fn new(ctx: &GpuContext, data: &ProblemData, room: f64) -> Result<Self> {
         let device = ctx.device.clone();
         let limit = device.limits().max_storage_buffer_binding_size;
-        let p = &data.params;
+        let shape = Shape::of(data);
         let most = u64::from(MAX_WORKGROUPS) * u64::from(WORKGROUP);
+        let mut capacity = shape.grown(room);
         for (what, n) in [
-            ("body components (6 per body)", 6 * u64::from(p.n_bodies)),
-            ("blocks", u64::from(p.n_blocks)),
-            ("rows", u64::from(p.n_rows)),
+            ("body components (6 per body)", 6 * u64::from(shape.bodies)),
+            ("blocks", u64::from(shape.blocks)),
+            ("rows", u64::from(shape.rows)),
         ] {
             if n > most {
                 return Err(Error::Gpu(format!(
@@ -70,10 +77,18 @@ impl Engine {
                 )));
             }
         }
-        let staging = Staging::new(&device, (4 * u64::from(p.n_rows)).max(2 * MONITOR_BYTES));
-        let engine = Engine {
-            shared: Shared::new(&device, &ctx.queue, data, limit)?,
-            shape: Shape::of(data),
+        // The room never takes a domain past one dispatch.
+        capacity.bodies = capacity.bodies.min((most / 6) as u32).max(shape.bodies);
+        capacity.blocks = capacity.blocks.min(most as u32).max(shape.blocks);
+        capacity.rows = capacity.rows.min(most as u32).max(shape.rows);
+        let staging = Staging::new(
+            &device,
+            (4 * u64::from(capacity.rows)).max(2 * MONITOR_BYTES),
+        );
+        let mut engine = Engine {
+            shared: Shared::new(&device, &ctx.queue, data, &capacity, limit)?,
+            shape,
+            capacity,
             staging,
             limit,
             device,
@@ -84,25 +99,33 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Whether `data` has the sizes of the uploaded problem (then [`Engine::upload`] may
-    /// replace it without new buffers).
+    /// Whether the buffers hold a problem of `data`'s sizes (then [`Engine::upload`] may
+    /// replace the problem without new buffers) and the dispatches over them are not more
+    /// than twice what it needs.
     pub(crate) fn fits(&self, data: &ProblemData) -> bool {
-        self.shape == Shape::of(data)
+        let need = Shape::of(data);
+        self.capacity.holds(&need) && self.capacity.rows <= 2 * need.rows.max(1)
     }
 
-    /// Writes the arrays of `data` (of the same shape) and resets the monitor.
-    pub(crate) fn upload(&self, data: &ProblemData) {
+    /// Writes the arrays of `data` (of a shape that [`Engine::fits`]) and resets the monitor.
+    pub(crate) fn upload(&mut self, data: &ProblemData) {
         self.shared.upload(&self.queue, data);
+        self.shape = Shape::of(data);
     }
 
-    /// Number of rows.
+    /// Number of rows of the uploaded problem.
     pub(crate) fn rows(&self) -> usize {
         self.shape.rows as usize
     }
 
-    /// A new row vector (`f32`, one entry per row) named `label`.
+    /// A new row vector (`f32`, one entry per row the buffers hold) named `label`.
     pub(crate) fn vector(&self, label: &str) -> Result<wgpu::Buffer> {
-        buffers::storage(&self.device, label, 4 * self.rows(), self.limit)
+        buffers::storage(
+            &self.device,
+            label,
+            4 * self.capacity.rows as usize,
+            self.limit,
+        )
     }
 
     /// A new buffer bound with `access` holding `value` (a solver's scalar state or
@@ -146,9 +169,9 @@ impl Engine {
             })
             .collect::<Result<Vec<_>>>()?;
         let items = match kernel.domain {
-            Domain::BodyComponents => 6 * self.shape.bodies,
-            Domain::Blocks => self.shape.blocks,
-            Domain::Rows => self.shape.rows,
+            Domain::BodyComponents => 6 * self.capacity.bodies,
+            Domain::Blocks => self.capacity.blocks,
+            Domain::Rows => self.capacity.rows,
             Domain::Single => 1,
             Domain::Items => {
                 return Err(Error::Gpu(format!(
@@ -182,8 +205,8 @@ impl Engine {
     /// Reduces the partials of a `domain`-wide kernel into `scalars[slot]`.
     pub(crate) fn reduce(&self, ctx: &GpuContext, domain: Domain, slot: u32) -> Result<Step> {
         let items = match domain {
-            Domain::Blocks => self.shape.blocks,
-            _ => self.shape.rows,
+            Domain::Blocks => self.capacity.blocks,
+            _ => self.capacity.rows,
         };
         let cfg = Reduce {
             count: items.div_ceil(WORKGROUP),
