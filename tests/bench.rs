@@ -240,7 +240,7 @@ fn scaling_suite_splits_each_step_into_its_phases() {
         "scaling",
         &[
             "--solvers",
-            "pgs,jacobi",
+            "pgs,jacobi,apgd",
             "--sizes",
             "8,27",
             "--steps",
@@ -249,7 +249,7 @@ fn scaling_suite_splits_each_step_into_its_phases() {
             "20",
         ],
     );
-    assert_eq!(runs, expected_runs(&["pgs", "jacobi"]));
+    assert_eq!(runs, expected_runs(&["pgs", "jacobi", "apgd"]));
     let (header, rows) = read_csv(&dir.join("scaling.csv"));
     let col = |n: &str| header.iter().position(|h| h == n).unwrap();
     for r in &rows {
@@ -258,7 +258,7 @@ fn scaling_suite_splits_each_step_into_its_phases() {
         // The phases are parts of the step: their sum cannot exceed it.
         assert!(phases <= v("s/step") * (1.0 + 1e-9), "{r:?}");
         assert!(v("host s/step") > 0.0, "{r:?}");
-        if r[col("solver")] == "jacobi-gpu" {
+        if ["jacobi-gpu", "apgd-gpu"].contains(&r[col("solver")].as_str()) {
             // The whole step on the GPU: its two stages timed apart, its memory counted.
             assert_eq!(r[col("pipeline")], "gpu-resident", "{r:?}");
             assert!(

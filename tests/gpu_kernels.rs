@@ -12,7 +12,9 @@ use common::Rng;
 use common::gpu::{context, random_cone, random_problem};
 
 use signorini::gpu::kernels::{self, Access, Binding, Data, Domain, Kernel};
-use signorini::gpu::step::{GpuBody, GpuContact, GpuPlane, MirrorExec, Span, StepGate, StepParams};
+use signorini::gpu::step::{
+    GpuBody, GpuContact, GpuPlane, MirrorExec, Span, StepGate, StepParams, StepSolver,
+};
 use signorini::gpu::{
     ApgdState, Apply, CONE_BILATERAL, CONE_UNILATERAL, GpuBlock, GpuLink, MAX_GLL, Monitor, Params,
     Partial, ProblemData, Reduce, SLOT_A, SLOT_B, SLOT_C, SLOT_RESIDUAL, SLOTS, SpgConfig,
@@ -379,20 +381,27 @@ fn cases(binding: &Binding, d: &ProblemData, rng: &mut Rng) -> Option<Vec<Vec<u8
 /// The dispatches the mirror executor ran while stepping `balls_in_box` (friction: 3-row
 /// blocks) and `shaker` (frictionless, moving walls; a tolerance its first convergence test
 /// meets) at 300 spheres for two steps of 13 Jacobi iterations (the second step
-/// warm-started), and `balls_in_box` with room for one contact per sphere (the overflowed
-/// step, then the grown room): the first three of each kernel, with their inputs.
+/// warm-started), `balls_in_box` with room for one contact per sphere (the overflowed
+/// step, then the grown room), and `balls_in_box` and `shaker` solved by `spg-gpu` and
+/// `apgd-gpu`: the first three of each kernel, with their inputs.
 fn traced() -> Vec<signorini::gpu::step::Dispatch> {
     let mut out = Vec::new();
-    for (name, room, tol) in [
-        ("balls_in_box", 4, 1e-3),
-        ("shaker", 4, 1e3),
-        ("balls_in_box", 1, 1e-3),
+    let (spg, apgd) = (StepSolver::named("spg-gpu").unwrap(), StepSolver::Apgd);
+    for (name, room, tol, method) in [
+        ("balls_in_box", 4, 1e-3, StepSolver::Jacobi),
+        ("shaker", 4, 1e3, StepSolver::Jacobi),
+        ("balls_in_box", 1, 1e-3, StepSolver::Jacobi),
+        ("balls_in_box", 4, 1e-3, spg),
+        ("shaker", 4, 1e-3, spg),
+        ("balls_in_box", 4, 1e-3, apgd),
+        ("shaker", 4, 1e-3, apgd),
     ] {
         let mut world =
             common::load_scene(&format!("{name}.toml"), &[("lattice.0.count", "300")]).world;
         world.settings.max_iter = 13;
         world.settings.tol = tol;
-        let mut res = Resident::with_room(MirrorExec::tracing(3), &world, u64::MAX, room).unwrap();
+        let mut res =
+            Resident::with_room(MirrorExec::tracing(3), &world, u64::MAX, room, method).unwrap();
         for _ in 0..2 {
             res.step().unwrap();
         }

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use signorini::app::run::{Outputs, Pipeline, run};
 use signorini::gpu::ProblemData;
-use signorini::gpu::step::MirrorExec;
+use signorini::gpu::step::{MirrorExec, StepSolver};
 use signorini::problem::System;
 use signorini::registry;
 use signorini::sim::resident::{self, Resident};
@@ -113,8 +113,9 @@ fn mean_height(world: &World) -> f64 {
     dynamic.iter().map(|b| b.pose.position.z).sum::<f64>() / dynamic.len() as f64
 }
 
-/// 100 steps of `name` on the GPU and on the CPU with `jacobi`, both running 100 iterations
-/// per step (the tolerance is set to 1e-12 so that neither stops early).
+/// 100 steps of `name` on the GPU solved by `method` and on the CPU with its CPU solver
+/// (`jacobi`, `spg`, `apgd`), both running 100 iterations per step (the tolerance is set to
+/// 1e-12 so that neither stops early).
 ///
 /// While the CPU returns its last iterate (the GPU pipeline always does; the CPU returns its
 /// best measured iterate when that is an earlier one), the two runs do the same arithmetic
@@ -128,6 +129,7 @@ fn mean_height(world: &World) -> f64 {
 /// as `energy` says.
 fn hundred_steps_agree(
     name: &str,
+    method: StepSolver,
     lockstep: usize,
     height_mm: f64,
     contacts_pct: f64,
@@ -139,8 +141,9 @@ fn hundred_steps_agree(
     // cap).
     world.settings.tol = 1e-12;
     world.settings.max_iter = 100;
-    let mut gpu = Resident::on_device(ctx, &world).unwrap();
-    let mut solver = Runner::new(registry::solver("jacobi").unwrap());
+    let mut gpu = Resident::on_device_with(ctx, &world, method).unwrap();
+    let cpu = method.name().strip_suffix("-gpu").unwrap();
+    let mut solver = Runner::new(registry::solver(cpu).unwrap());
     let (mut tracked, mut peak) = (None, 0.0f64);
     let mut last = None;
     for step in 0..100 {
@@ -174,7 +177,7 @@ fn hundred_steps_agree(
     gpu.sync(&mut synced).unwrap();
     let gpu_height = mean_height(&synced);
     eprintln!(
-        "{name}: steps in lockstep {tracked:?}; after 100 steps: mean height gpu {gpu_height:.6} \
+        "{name}, {cpu}: steps in lockstep {tracked:?}; after 100 steps: mean height gpu {gpu_height:.6} \
          cpu {cpu_height:.6}, kinetic energy gpu {:.4e} cpu {:.4e}, contacts gpu {} cpu {}",
         g.kinetic_energy, c.kinetic_energy, g.contacts, c.contacts
     );
@@ -218,37 +221,59 @@ enum Energy {
 fn hundred_steps_of_balls_in_box_agree_with_the_cpu() {
     // A settling pile: 1 mm of a 0.16 m mean height (0.6 %), 2 % of the contacts, both
     // below 3 % of the peak kinetic energy.
-    hundred_steps_agree("balls_in_box", 10, 1.0, 2.0, Energy::Settled(0.03));
+    hundred_steps_agree(
+        "balls_in_box",
+        StepSolver::Jacobi,
+        10,
+        1.0,
+        2.0,
+        Energy::Settled(0.03),
+    );
+}
+
+#[test]
+fn hundred_steps_of_balls_in_box_with_spg_agree_with_the_cpu() {
+    // The bounds of `jacobi`. The CPU's best measured iterate (measured every iteration,
+    // on the GPU every CHECK_EVERY) parts the runs at the third step.
+    let spg = StepSolver::named("spg-gpu").unwrap();
+    hundred_steps_agree("balls_in_box", spg, 2, 1.0, 2.0, Energy::Settled(0.03));
+}
+
+#[test]
+fn hundred_steps_of_balls_in_box_with_apgd_agree_with_the_cpu() {
+    // As `spg`, from the sixth step.
+    let apgd = StepSolver::Apgd;
+    hundred_steps_agree("balls_in_box", apgd, 5, 1.0, 2.0, Energy::Settled(0.03));
 }
 
 #[test]
 fn hundred_steps_of_sphere_pile_agree_with_the_cpu() {
     // Still settling after 100 steps of 100 iterations (3–4 % of the peak kinetic energy on
     // both): the residual motion of the same size (observed ratio 0.77).
-    hundred_steps_agree("sphere_pile", 10, 1.0, 2.0, Energy::Within(2.0));
+    let jacobi = StepSolver::Jacobi;
+    hundred_steps_agree("sphere_pile", jacobi, 10, 1.0, 2.0, Energy::Within(2.0));
 }
 
 #[test]
 fn hundred_steps_of_shaker_agree_with_the_cpu() {
     // Shaken, not settled: the gas of spheres keeps its energy from the walls; the mean
     // height and the contacts are statistics of that state.
-    hundred_steps_agree("shaker", 5, 5.0, 10.0, Energy::Within(1.5));
+    let jacobi = StepSolver::Jacobi;
+    hundred_steps_agree("shaker", jacobi, 5, 5.0, 10.0, Energy::Within(1.5));
 }
 
-/// Two GPU runs of the same scene give bit-identical statistics and state, and the GPU
-/// step equals its `f32` mirror (the same operations in the same order; the atomics'
-/// orders are fixed before they matter) within a few ulps of the state, the convergence
-/// tests on the GPU stopping the same steps' iterations at the same count.
-#[test]
-fn gpu_runs_are_bit_identical_and_match_the_mirror() {
+/// Two GPU runs of the same scene solved by `method` give bit-identical statistics and
+/// state, and the GPU step equals its `f32` mirror (the same operations in the same order;
+/// the atomics' orders are fixed before they matter) within a few ulps of the state, the
+/// convergence tests on the GPU stopping the same steps' iterations at the same count; `tol`
+/// is met by some of the `steps` steps before the cap of `cap` iterations and not by others.
+fn bit_identical_and_as_the_mirror(method: StepSolver, tol: f64, cap: usize, steps: usize) {
     let Some(ctx) = context() else { return };
     let mut world = common::load_scene("balls_in_box.toml", &[("lattice.0.count", "400")]).world;
-    // A tolerance some steps meet before the cap of 100 and others do not.
-    world.settings.tol = 2e-2;
-    world.settings.max_iter = 100;
-    let steps = 12;
+    world.settings.tol = tol;
+    world.settings.max_iter = cap;
     let run = || {
-        let mut gpu = Resident::on_device(ctx.clone(), &world).unwrap();
+        let mut gpu = Resident::on_device_with(ctx.clone(), &world, method).unwrap();
         let mut rows = Vec::new();
         for _ in 0..steps {
             rows.extend(gpu.step().unwrap());
@@ -282,7 +307,9 @@ fn gpu_runs_are_bit_identical_and_match_the_mirror() {
     assert_eq!(a, b, "two runs");
 
     let limit = ctx.adapter_summary().max_storage_binding_size;
-    let mut mirror = Resident::new(MirrorExec::default(), &world, limit).unwrap();
+    let exec = MirrorExec::default();
+    let room = resident::CONTACTS_PER_SPHERE;
+    let mut mirror = Resident::with_room(exec, &world, limit, room, method).unwrap();
     for _ in 0..steps {
         mirror.step().unwrap();
     }
@@ -294,7 +321,6 @@ fn gpu_runs_are_bit_identical_and_match_the_mirror() {
             "step {k}: iterations, GPU and mirror"
         );
     }
-    let cap = world.settings.max_iter;
     let early = rows.iter().filter(|(s, _)| s.iterations < cap).count();
     assert!(
         early > 0 && early < steps,
@@ -320,10 +346,32 @@ fn gpu_runs_are_bit_identical_and_match_the_mirror() {
         .zip(&a.1)
         .map(|(m, g)| (m.pose.position - g.position).norm())
         .fold(0.0, f64::max);
-    eprintln!("GPU vs mirror after {steps} steps: largest position difference {worst:e} m");
+    eprintln!(
+        "{}: GPU vs mirror after {steps} steps: largest position difference {worst:e} m",
+        method.name()
+    );
     // Positions of ~0.5 m: a few ulps of f32 (6e-8 each), amplified by the contacts over
     // the steps.
     assert!(worst <= 1e-5, "GPU and mirror part by {worst:e} m");
+}
+
+#[test]
+fn gpu_runs_are_bit_identical_and_match_the_mirror() {
+    bit_identical_and_as_the_mirror(StepSolver::Jacobi, 2e-2, 100, 12);
+}
+
+#[test]
+fn gpu_runs_with_spg_are_bit_identical_and_match_the_mirror() {
+    // Not much below 1e-4: there the GLL line search and the BB steps turn the ulps by
+    // which the device parts from the mirror (its fused multiply-adds) into other iterates
+    // within a few steps, and a check may stop one and not the other.
+    let spg = StepSolver::named("spg-gpu").unwrap();
+    bit_identical_and_as_the_mirror(spg, 1e-4, 50, 8);
+}
+
+#[test]
+fn gpu_runs_with_apgd_are_bit_identical_and_match_the_mirror() {
+    bit_identical_and_as_the_mirror(StepSolver::Apgd, 4e-5, 100, 10);
 }
 
 /// A step with more contacts than the room leaves the state as it was; the room grows and
@@ -335,7 +383,7 @@ fn the_room_for_contacts_grows_when_a_step_overflows() {
     let cpu_contacts = world.problem().contact_keys.len();
     let limit = ctx.adapter_summary().max_storage_binding_size;
     let exec = signorini::gpu::step::DeviceExec::new(ctx);
-    let mut gpu = Resident::with_room(exec, &world, limit, 1).unwrap();
+    let mut gpu = Resident::with_room(exec, &world, limit, 1, StepSolver::Jacobi).unwrap();
     let room = gpu.pipeline_mut().params().capacity as usize;
     assert!(room < cpu_contacts, "{room} ≥ {cpu_contacts}");
     gpu.step().unwrap();
@@ -451,21 +499,32 @@ fn simulate_says_which_pipeline_ran() {
         (pipeline.as_str(), note.contains("gpu-solve")),
         ("gpu-solve", true)
     );
-    let (pipeline, note) = summary(&["--solver", "apgd-gpu"]);
+    assert_eq!(summary(&["--solver", "spg-gpu"]).0, "gpu-resident");
+    assert_eq!(summary(&["--solver", "apgd-gpu"]).0, "gpu-resident");
+    // `--device gpu` picks the GPU variant of the scene's solver.
+    assert_eq!(summary(&["--device", "gpu"]).0, "gpu-resident");
+    let coulomb = [
+        "--solver",
+        "apgd-gpu",
+        "--set",
+        "settings.friction_model=coulomb",
+    ];
+    let (pipeline, note) = summary(&coulomb);
     assert_eq!(pipeline, "gpu-solve");
-    assert!(note.contains("jacobi-gpu only"), "{note}");
+    assert!(note.contains("De Saxcé"), "{note}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Two `simulate` runs of the same scene on the GPU-resident step write the same physics
-/// columns of `steps.csv` bit for bit (everything but the timings).
+/// columns of `steps.csv` bit for bit (everything but the timings), with each solver it
+/// takes.
 #[test]
 fn two_gpu_runs_write_the_same_steps_csv_physics() {
     let Some(_ctx) = context() else { return };
     let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/shaker.toml");
     let base = std::env::temp_dir().join(format!("signorini-determinism-{}", std::process::id()));
-    let physics = |k: usize| {
-        let dir = base.join(k.to_string());
+    let physics = |solver: &str, k: usize| {
+        let dir = base.join(format!("{solver}-{k}"));
         let mut args: Vec<std::ffi::OsString> = ["simulate".as_ref(), scene.as_os_str()]
             .into_iter()
             .map(Into::into)
@@ -473,7 +532,7 @@ fn two_gpu_runs_write_the_same_steps_csv_physics() {
         args.extend(
             [
                 "--solver",
-                "jacobi-gpu",
+                solver,
                 "--steps",
                 "20",
                 "--set",
@@ -488,6 +547,7 @@ fn two_gpu_runs_write_the_same_steps_csv_physics() {
         args.push(dir.clone().into());
         let json = common::run_cli_json(args);
         assert_eq!(json["pipeline"], "gpu-resident");
+        assert_eq!(json["solver"], solver);
         let csv = std::fs::read_to_string(dir.join("steps.csv")).unwrap();
         let mut lines = csv.lines();
         let header: Vec<&str> = lines.next().unwrap().split(',').collect();
@@ -502,8 +562,10 @@ fn two_gpu_runs_write_the_same_steps_csv_physics() {
             })
             .collect::<Vec<_>>()
     };
-    let (a, b) = (physics(0), physics(1));
-    assert_eq!(a.len(), 20);
-    assert_eq!(a, b);
+    for solver in ["jacobi-gpu", "spg-gpu", "apgd-gpu"] {
+        let (a, b) = (physics(solver, 0), physics(solver, 1));
+        assert_eq!(a.len(), 20);
+        assert_eq!(a, b, "{solver}");
+    }
     std::fs::remove_dir_all(&base).unwrap();
 }

@@ -1,8 +1,8 @@
 // The convergence test of the GPU time step, one invocation: at the check before iteration
 // `span.count`, when the monitor's residual (of that iterate) meets the tolerance, the
 // iterations stop: the indirect dispatch arguments of the iterations' kernels (bodies,
-// blocks, single workgroup) get no workgroups for the rest of the step, and the gate records
-// the iterations done. A NaN residual does not meet it. Mirror: `src/gpu/cpu/step.rs::step_gate`.
+// blocks, single workgroup, rows: every third word a workgroup count) get no workgroups for
+// the rest of the step, and the gate records the iterations done. A NaN residual does not meet it. Mirror: `src/gpu/cpu/step.rs::step_gate`.
 
 @group(0) @binding(0) var<uniform> params: StepParams;
 @group(0) @binding(1) var<uniform> span: Span;
@@ -18,8 +18,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     if monitor.value <= params.tol {
         gate.converged = 1u;
         gate.iterations = span.count;
-        args[0] = 0u;
-        args[3] = 0u;
-        args[6] = 0u;
+        for (var i = 0u; i < arrayLength(&args); i += 3u) {
+            args[i] = 0u;
+        }
     }
 }

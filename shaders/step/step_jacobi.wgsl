@@ -1,7 +1,6 @@
 // One projected Jacobi step per contact k on the sphere rows without stored blocks (issue 16;
-// `factored_rows` then `jacobi_step` in one pass): u_k = J_k w + E x_k + r_k with row j of
-// a side (as `step_gather`) giving sgn e_j . w_lin + (n x e_j) . W (W = -r w_ang of that
-// sphere), written for the residual; then gamma_out_k = Proj_K(x_k - omega eta_k u_hat_k),
+// `factored_rows` then `jacobi_step` in one pass): u_k = J_k w + E x_k + r_k (`contact_jw`
+// of `step_velocity.wgsl`), written for the residual; then gamma_out_k = Proj_K(x_k - omega eta_k u_hat_k),
 // u_hat the model velocity (paper 001 eq. (3)). mu and eta come from the contact
 // (`step_contact_rows`). Mirror: `src/gpu/cpu/step.rs::step_jacobi`.
 
@@ -14,17 +13,6 @@
 @group(0) @binding(6) var<storage, read_write> u: array<f32>;
 @group(0) @binding(7) var<storage, read_write> gamma_out: array<f32>;
 
-// The sphere `body`'s share of the rows: (n, t1, t2) . w_lin times sgn, plus (0, t2, -t1) . W.
-fn side(body: u32, sgn: f32, n: vec3<f32>, t: array<vec3<f32>, 2>) -> vec3<f32> {
-    let wl = vec3<f32>(w[6u * body], w[6u * body + 1u], w[6u * body + 2u]);
-    let wa = vec3<f32>(w[6u * body + 3u], w[6u * body + 4u], w[6u * body + 5u]);
-    return vec3<f32>(
-        sgn * dot3(n, wl),
-        sgn * dot3(t[0], wl) + dot3(t[1], wa),
-        sgn * dot3(t[1], wl) - dot3(t[0], wa),
-    );
-}
-
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let k = gid.x;
@@ -33,17 +21,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let dim = params.dim;
     let c = contacts[k];
-    let n = c.normal.xyz;
-    let t = tangents(n);
-    let pair = c.other < params.n_bodies;
-    var sgn = 1.0;
-    if pair {
-        sgn = -1.0;
-    }
-    var jw = side(c.owner, sgn, n, t);
-    if pair {
-        jw = jw + side(c.other, 1.0, n, t);
-    }
+    let jw = contact_jw(c);
     var kind = CONE_UNILATERAL;
     if dim == 3u {
         kind = CONE_COULOMB;

@@ -18,6 +18,7 @@ use super::report::trajectory::TrajectoryWriter;
 use super::report::{SceneView, StepsCsv, write_pvd, write_vtk};
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
+use crate::gpu::step::StepSolver;
 use crate::problem::io::Format;
 use crate::render::StateSpheres;
 use crate::sim::fe::Solid;
@@ -488,7 +489,8 @@ fn steps_of(
     Ok(())
 }
 
-/// The GPU-resident step of `world` when `solver` is `jacobi-gpu` and the scene qualifies
+/// The GPU-resident step of `world` when `solver` is `jacobi-gpu`, `spg-gpu` or `apgd-gpu`
+/// ([`StepSolver::named`]) and the scene qualifies for it
 /// (and no problem is dumped, which needs the CPU's assembly), on the device `ctx` (the
 /// frames' device, so that they draw its state) or a new one; the pipeline taken and, for
 /// a GPU solver that does not take it, why, go into `summary`.
@@ -509,29 +511,31 @@ fn resident_for(
     if !gpu {
         return Ok(None);
     }
-    let why = if solver.name() != "jacobi-gpu" {
-        Some(format!(
-            "the GPU-resident step solves with jacobi-gpu only, not {}",
+    let dumps = outputs.dump_steps.iter().any(|&k| k > 0) || outputs.dump_every > 0;
+    let chosen = match StepSolver::named(solver.name()) {
+        _ if outputs.gpu_solve_only => Err("asked for (--pipeline gpu-solve)".to_string()),
+        None => Err(format!(
+            "the GPU-resident step solves with jacobi-gpu, spg-gpu or apgd-gpu only, not {}",
             solver.name()
-        ))
-    } else if outputs.gpu_solve_only {
-        Some("asked for (--pipeline gpu-solve)".to_string())
-    } else if world.settings.certify {
-        Some("the answers are certified in f64 (--certify), which needs them on the host".into())
-    } else if outputs.dump_steps.iter().any(|&k| k > 0) || outputs.dump_every > 0 {
-        Some("problems are dumped, which needs the CPU's assembly".to_string())
-    } else {
-        resident::unqualified(world)
+        )),
+        Some(_) if world.settings.certify => {
+            Err("the answers are certified in f64 (--certify), which needs them on the host".into())
+        }
+        Some(_) if dumps => Err("problems are dumped, which needs the CPU's assembly".into()),
+        Some(method) => resident::unqualified_for(world, method).map_or(Ok(method), Err),
     };
-    if let Some(why) = why {
-        summary.pipeline_note = why;
-        return Ok(None);
-    }
+    let method = match chosen {
+        Ok(method) => method,
+        Err(why) => {
+            summary.pipeline_note = why;
+            return Ok(None);
+        }
+    };
     let ctx = match ctx {
         Some(ctx) => ctx,
         None => Arc::new(GpuContext::new()?),
     };
-    let res = Resident::on_device(ctx, world)?;
+    let res = Resident::on_device_with(ctx, world, method)?;
     summary.pipeline = Pipeline::GpuResident;
     Ok(Some(res))
 }

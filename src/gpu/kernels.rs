@@ -249,8 +249,20 @@ macro_rules! argument {
 /// A [`Kernel`]: `kernel!(name, tree, Domain, [binding: Access [Data] or (Data), ...])`; the
 /// source is `shaders/name.wgsl`, the mirror `cpu::name`. `kernel!(step name, ...)`: a
 /// time-step kernel, `shaders/step/name.wgsl` after `shaders/step/step_common.wgsl` and
-/// `shaders/step/step_scan.wgsl`.
+/// `shaders/step/step_scan.wgsl`; `kernel!(step name + shared, ...)` also after the functions
+/// of `shaders/step/shared.wgsl`.
 macro_rules! kernel {
+    (step $name:ident + $shared:ident, $tree:expr, $domain:ident, $bindings:tt) => {
+        kernel!(@with concat!(
+            include_str!("../../shaders/step/step_common.wgsl"),
+            "\n",
+            include_str!("../../shaders/step/step_scan.wgsl"),
+            "\n",
+            include_str!(concat!("../../shaders/step/", stringify!($shared), ".wgsl")),
+            "\n",
+            include_str!(concat!("../../shaders/step/", stringify!($name), ".wgsl"))
+        ), $name, $tree, $domain, $bindings)
+    };
     (step $name:ident, $tree:expr, $domain:ident, $bindings:tt) => {
         kernel!(@with concat!(
             include_str!("../../shaders/step/step_common.wgsl"),
@@ -405,10 +417,23 @@ pub const STEP_GATHER: Kernel = kernel!(step step_gather, false, Items, [
     contacts: Read [Contacts], consts: Read [SphereConsts], x: Read [Rows],
     w: Write [BodyComponents]]);
 /// `u = J w + E x + r` of the sphere rows and the projected Jacobi step, contact by contact.
-pub const STEP_JACOBI: Kernel = kernel!(step step_jacobi, false, Blocks, [
+pub const STEP_JACOBI: Kernel = kernel!(step step_jacobi + step_velocity, false, Blocks, [
     solver: Uniform (Params), params: Uniform (StepParams), contacts: Read [Contacts],
     w: Read [BodyComponents], r: Read [Rows], x: Read [Rows], u: Write [Rows],
     gamma_out: Write [Rows]]);
+/// `y = J w + E x (+ r)` of the sphere rows, contact by contact: the operator product of
+/// `spg-gpu` and `apgd-gpu` in the time step.
+pub const STEP_ROWS: Kernel = kernel!(step step_rows + step_velocity, false, Blocks, [
+    solver: Uniform (Params), params: Uniform (StepParams), apply: Uniform (Apply),
+    contacts: Read [Contacts], w: Read [BodyComponents], r: Read [Rows], x: Read [Rows],
+    y: Write [Rows]]);
+/// The preconditioner of `spg-gpu` in the time step: `diag(N + E)` averaged per block.
+pub const STEP_PRECOND: Kernel = kernel!(step step_precond, false, Blocks, [
+    solver: Uniform (Params), params: Uniform (StepParams), contacts: Read [Contacts],
+    consts: Read [SphereConsts], precond: Write [Diagonal]]);
+/// The state of `apgd-gpu` at the start of a step's solve (`L` from `‖A 1‖`).
+pub const STEP_APGD_START: Kernel = kernel!(step step_apgd_start, false, Single, [
+    scalars: Read [Scalars], state: Write (ApgdState)]);
 /// The solver's `Params` from the contact count.
 pub const STEP_SOLVER_PARAMS: Kernel = kernel!(step step_solver_params, false, Single, [
     params: Uniform (StepParams), offsets: Read [Words], solver: Write [SolverParams]]);
@@ -464,6 +489,9 @@ pub const ALL: &[Kernel] = &[
     STEP_SOLVER_PARAMS,
     STEP_GATHER,
     STEP_JACOBI,
+    STEP_ROWS,
+    STEP_PRECOND,
+    STEP_APGD_START,
     STEP_GATE,
     STEP_INTEGRATE,
     STEP_KEEP,

@@ -15,7 +15,9 @@ use super::program::{
 use crate::error::{Error, Result};
 use crate::solver::{Spg, SpgParams};
 
-fn config(p: &SpgParams, fallback: u32) -> Result<SpgConfig> {
+/// The configuration of `spg_direction` (`fallback` 1: the unpreconditioned direction) and
+/// `spg_scalars` from `p`; an `N_GLL` above [`MAX_GLL`] is an [`Error::InvalidSetting`].
+pub(crate) fn config(p: &SpgParams, fallback: u32) -> Result<SpgConfig> {
     if p.n_gll > MAX_GLL {
         return Err(Error::InvalidSetting {
             name: "spg.n_gll",
@@ -35,11 +37,9 @@ fn config(p: &SpgParams, fallback: u32) -> Result<SpgConfig> {
     })
 }
 
-/// The iteration of P-SPG-FB; `start` computes `g = A x + b`.
-fn program(ctx: &GpuContext, engine: &Engine, params: &SpgParams) -> Result<Program> {
-    let [x, g, d, ad, best] = ["x", "g", "d", "ad", "best"].map(|l| engine.vector(l));
-    let (x, g, d, ad, best) = (x?, g?, d?, ad?, best?);
-    let initial = SpgState {
+/// The state of a solve's first iteration: the step `α_0`, an empty GLL memory.
+pub(crate) fn initial_state(params: &SpgParams) -> SpgState {
+    SpgState {
         alpha: params.alpha_0 as f32,
         lambda: 0.0,
         j: 0,
@@ -47,7 +47,14 @@ fn program(ctx: &GpuContext, engine: &Engine, params: &SpgParams) -> Result<Prog
         hist_head: 0,
         pad: [0; 3],
         history: [0.0; MAX_GLL],
-    };
+    }
+}
+
+/// The iteration of P-SPG-FB; `start` computes `g = A x + b`.
+fn program(ctx: &GpuContext, engine: &Engine, params: &SpgParams) -> Result<Program> {
+    let [x, g, d, ad, best] = ["x", "g", "d", "ad", "best"].map(|l| engine.vector(l));
+    let (x, g, d, ad, best) = (x?, g?, d?, ad?, best?);
+    let initial = initial_state(params);
     let state = engine.buffer("spg state", Access::Write, bytemuck::bytes_of(&initial));
     let [cfg, cfg_fallback] = [0, 1].map(|fallback| {
         config(params, fallback)

@@ -17,7 +17,7 @@ use crate::gpu::GpuContext;
 use crate::gpu::kernels::{MAX_WORKGROUPS, WORKGROUP};
 use crate::gpu::step::{
     Assembly, DeviceExec, Executor, GpuBody, GpuContact, GpuPlane, GpuStepStats, StepParams,
-    StepPipeline,
+    StepPipeline, StepSolver,
 };
 use crate::problem::FrictionModel;
 use crate::solver::{Criterion, Jacobi, Status};
@@ -59,6 +59,22 @@ pub fn unqualified(world: &World) -> Option<String> {
                 shape_name(&shape)
             )),
         })
+}
+
+/// [`unqualified`], and for `spg-gpu` and `apgd-gpu` the friction model: they solve the
+/// Coulomb model by the outer De Saxcé fixed point of the CPU solvers, which the step does not
+/// run (projected Jacobi takes the model in its kernels).
+pub fn unqualified_for(world: &World, method: StepSolver) -> Option<String> {
+    unqualified(world).or_else(|| {
+        (method != StepSolver::Jacobi && world.settings.friction_model == FrictionModel::Coulomb)
+            .then(|| {
+                format!(
+                    "{} solves the Coulomb friction model by an outer De Saxcé fixed point, \
+                     which the GPU-resident step does not run",
+                    method.name()
+                )
+            })
+    })
 }
 
 fn shape_name(shape: &Shape) -> &'static str {
@@ -178,25 +194,39 @@ impl Resident<DeviceExec> {
     /// ([`unqualified`]) or does not fit the device, naming the limit and the largest
     /// number of spheres that fits.
     pub fn on_device(ctx: Arc<GpuContext>, world: &World) -> Result<Self> {
+        Self::on_device_with(ctx, world, StepSolver::Jacobi)
+    }
+
+    /// [`Resident::on_device`] solving each step with `method`.
+    pub fn on_device_with(ctx: Arc<GpuContext>, world: &World, method: StepSolver) -> Result<Self> {
         let exec = DeviceExec::new(ctx);
         let limit = exec.limit();
-        Self::new(exec, world, limit)
+        Self::with_room(exec, world, limit, CONTACTS_PER_SPHERE, method)
     }
 }
 
 impl<E: Executor> Resident<E> {
     /// `world` on `exec` (storage binding limit `limit`), with room for
-    /// [`CONTACTS_PER_SPHERE`] contacts per sphere to begin with.
+    /// [`CONTACTS_PER_SPHERE`] contacts per sphere to begin with, solving with projected
+    /// Jacobi.
     pub fn new(exec: E, world: &World, limit: u64) -> Result<Self> {
-        Self::with_room(exec, world, limit, CONTACTS_PER_SPHERE)
+        Self::with_room(exec, world, limit, CONTACTS_PER_SPHERE, StepSolver::Jacobi)
     }
 
-    /// [`Resident::new`] with room for `per_sphere` contacts per sphere to begin with.
-    pub fn with_room(exec: E, world: &World, limit: u64, per_sphere: u32) -> Result<Self> {
-        if let Some(why) = unqualified(world) {
+    /// [`Resident::new`] with room for `per_sphere` contacts per sphere to begin with,
+    /// solving with `method` (refused as [`unqualified_for`] says).
+    pub fn with_room(
+        exec: E,
+        world: &World,
+        limit: u64,
+        per_sphere: u32,
+        method: StepSolver,
+    ) -> Result<Self> {
+        if let Some(why) = unqualified_for(world, method) {
             return Err(Error::Gpu(format!(
                 "the GPU-resident step takes dynamic spheres and fixed or kinematic planes \
-                 without joints: {why}"
+                 without joints, solved by jacobi-gpu, spg-gpu or apgd-gpu (CCP for the \
+                 last two): {why}"
             )));
         }
         let (mut spheres, mut planes, mut gpu) = (Vec::new(), Vec::new(), Vec::new());
@@ -220,7 +250,7 @@ impl<E: Executor> Resident<E> {
         let capacity = per_sphere.max(1) * n as u32;
         let params = step_params(world, &gpu, planes.len() as u32, capacity);
         let s = &world.settings;
-        let pipeline = StepPipeline::new(exec, params, &gpu, s.warm_start, limit)?;
+        let pipeline = StepPipeline::new(exec, params, &gpu, method, s.warm_start, limit)?;
         Ok(Resident {
             pipeline: Some(pipeline),
             spheres,

@@ -16,6 +16,7 @@ use super::solver_runs;
 use crate::app::run::{Outputs, Pipeline, run as simulate};
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
+use crate::gpu::step::StepSolver;
 use crate::registry::Device;
 use crate::sim::Resident;
 use crate::sim::scene::Scene;
@@ -89,6 +90,8 @@ pub struct Row {
 /// The GPU time of one kernel in the GPU-resident step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KernelRow {
+    /// The solver of the step.
+    pub solver: &'static str,
     /// Bodies of the scene.
     pub bodies: usize,
     /// The kernel's registry name.
@@ -113,9 +116,10 @@ struct Stages {
 }
 
 /// The stage times (detection, solve; s per step, each waited for), the GPU time of each
-/// kernel and the device bytes per body of the GPU-resident step of `scene`.
-fn stages(ctx: &std::sync::Arc<GpuContext>, scene: &Scene) -> Result<Stages> {
-    let mut res = Resident::on_device(ctx.clone(), &scene.world)?;
+/// kernel and the device bytes per body of the GPU-resident step of `scene` solved by
+/// `method`.
+fn stages(ctx: &std::sync::Arc<GpuContext>, scene: &Scene, method: StepSolver) -> Result<Stages> {
+    let mut res = Resident::on_device_with(ctx.clone(), &scene.world, method)?;
     res.step()?;
     res.flush()?;
     let (mut detect, mut solve) = (0.0, 0.0);
@@ -140,6 +144,7 @@ fn stages(ctx: &std::sync::Arc<GpuContext>, scene: &Scene) -> Result<Stages> {
     let kernels = sums
         .into_iter()
         .map(|(kernel, t)| KernelRow {
+            solver: method.name(),
             bodies,
             kernel,
             s_per_step: t / n,
@@ -205,19 +210,22 @@ pub fn run(config: &Config, gpu: bool, progress: &mut dyn FnMut(&str)) -> Result
                 |_| {},
             )?;
             let per_step = |t: f64| t / s.steps as f64;
-            let (gpu_detect_s, gpu_solve_s, gpu_bytes_per_body) =
-                if s.pipeline == Pipeline::GpuResident {
-                    let ctx = match &ctx {
-                        Some(ctx) => ctx,
-                        None => ctx.insert(std::sync::Arc::new(GpuContext::new()?)),
-                    };
-                    let st = stages(ctx, &packing_scene(size, config.max_iter)?)?;
-                    timestamps = st.timestamps;
-                    kernels.extend(st.kernels);
-                    (Some(st.detect_s), Some(st.solve_s), Some(st.bytes_per_body))
-                } else {
-                    (None, None, None)
+            let (gpu_detect_s, gpu_solve_s, gpu_bytes_per_body) = if s.pipeline
+                == Pipeline::GpuResident
+            {
+                let ctx = match &ctx {
+                    Some(ctx) => ctx,
+                    None => ctx.insert(std::sync::Arc::new(GpuContext::new()?)),
                 };
+                let method = StepSolver::named(&s.solver)
+                    .ok_or_else(|| Error::Gpu(format!("{} ran the GPU-resident step", s.solver)))?;
+                let st = stages(ctx, &packing_scene(size, config.max_iter)?, method)?;
+                timestamps = st.timestamps;
+                kernels.extend(st.kernels);
+                (Some(st.detect_s), Some(st.solve_s), Some(st.bytes_per_body))
+            } else {
+                (None, None, None)
+            };
             rows.push(Row {
                 solver: sr.solver.clone(),
                 device: sr.device,
@@ -296,6 +304,7 @@ impl Scaling {
                 &format!("GPU time of the resident step by kernel ({how}), per step."),
                 &self.kernels,
                 &[
+                    ("solver", |r| Cell::text(r.solver)),
                     ("bodies", |r| Cell::int(r.bodies)),
                     ("kernel", |r| Cell::text(r.kernel)),
                     ("GPU s/step", |r| Cell::Num(r.s_per_step)),
@@ -339,7 +348,8 @@ impl Scaling {
                  h = 10 ms, warm start) as `simulate` does, without snapshots; the phases are \
                  the stepper's timers: collision detection, assembly (Jacobians, free \
                  velocities and the prepared system), the solve, and the output of `steps.csv`. \
-                 `jacobi-gpu` takes the GPU-resident step (pipeline `gpu-resident`): its whole \
+                 `jacobi-gpu`, `spg-gpu` and `apgd-gpu` take the GPU-resident step (pipeline \
+                 `gpu-resident`): its whole \
                  step counts as solve; its two stages are timed apart over a few more steps, \
                  each waited for (wall time), with its device memory per body; host time is \
                  what the host spends outside the waits. Then a few more steps run each \

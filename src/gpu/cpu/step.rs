@@ -6,7 +6,9 @@ use super::operator::max_eigenvalue;
 use super::{model_velocity, project, workgroup_tree};
 use crate::gpu::kernels::WORKGROUP;
 use crate::gpu::step::{GpuBody, GpuContact, GpuPlane, Span, StepGate, StepParams};
-use crate::gpu::{CONE_COULOMB, CONE_UNILATERAL, GpuBlock, Monitor, Params, Partial};
+use crate::gpu::{
+    ApgdState, Apply, CONE_COULOMB, CONE_UNILATERAL, GpuBlock, Monitor, Params, Partial, SLOT_B,
+};
 
 const WG: usize = WORKGROUP as usize;
 
@@ -398,7 +400,7 @@ pub fn step_gate(
     if monitor.value <= p.tol {
         gate.converged = 1;
         gate.iterations = span.count;
-        for a in args.iter_mut().step_by(3).take(3) {
+        for a in args.iter_mut().step_by(3) {
             *a = 0;
         }
     }
@@ -472,7 +474,8 @@ pub fn step_gather(
 }
 
 /// `side` of `step_jacobi.wgsl`: a sphere's share of `J w` of a contact.
-fn jacobi_side(w: &[f32], body: u32, sgn: f32, n: V3, [t1, t2]: [V3; 2]) -> V3 {
+/// `side` of `step_velocity.wgsl`: a sphere's share of a contact's rows.
+fn side(w: &[f32], body: u32, sgn: f32, n: V3, [t1, t2]: [V3; 2]) -> V3 {
     let at = 6 * body as usize;
     let wl = [w[at], w[at + 1], w[at + 2]];
     let wa = [w[at + 3], w[at + 4], w[at + 5]];
@@ -481,6 +484,19 @@ fn jacobi_side(w: &[f32], body: u32, sgn: f32, n: V3, [t1, t2]: [V3; 2]) -> V3 {
         sgn * dot3(t1, wl) + dot3(t2, wa),
         sgn * dot3(t2, wl) - dot3(t1, wa),
     ]
+}
+
+/// `contact_jw` of `step_velocity.wgsl`: `J_k w` of contact `c`.
+fn contact_jw(p: &StepParams, c: &GpuContact, w: &[f32]) -> V3 {
+    let n = xyz(c.normal);
+    let t = tangents(n);
+    let pair = c.other < p.n_bodies;
+    let jw = side(w, c.owner, if pair { -1.0 } else { 1.0 }, n, t);
+    if !pair {
+        return jw;
+    }
+    let b = side(w, c.other, 1.0, n, t);
+    std::array::from_fn(|i| jw[i] + b[i])
 }
 
 /// `step_jacobi.wgsl`: `u = J w + E x + r` of the sphere rows, then the projected step.
@@ -497,14 +513,7 @@ pub fn step_jacobi(
 ) {
     let dim = p.dim as usize;
     for (k, c) in contacts[..solver.n_blocks as usize].iter().enumerate() {
-        let n = xyz(c.normal);
-        let t = tangents(n);
-        let pair = c.other < p.n_bodies;
-        let mut jw = jacobi_side(w, c.owner, if pair { -1.0 } else { 1.0 }, n, t);
-        if pair {
-            let b = jacobi_side(w, c.other, 1.0, n, t);
-            jw = std::array::from_fn(|i| jw[i] + b[i]);
-        }
+        let jw = contact_jw(p, c, w);
         let kind = if dim == 3 {
             CONE_COULOMB
         } else {
@@ -536,6 +545,70 @@ pub fn step_jacobi(
         let y = project(kind, c.mu, y);
         gamma_out[dim * k..dim * (k + 1)].copy_from_slice(&y[..dim]);
     }
+}
+
+/// `step_rows.wgsl`: `y = J w + E x (+ r)` of the sphere rows.
+#[allow(clippy::too_many_arguments)] // one argument per binding, as in the shader
+pub fn step_rows(
+    solver: &Params,
+    p: &StepParams,
+    apply: &Apply,
+    contacts: &[GpuContact],
+    w: &[f32],
+    r: &[f32],
+    x: &[f32],
+    y: &mut [f32],
+) {
+    let dim = p.dim as usize;
+    for (k, c) in contacts[..solver.n_blocks as usize].iter().enumerate() {
+        let jw = contact_jw(p, c, w);
+        for (i, jwi) in jw.iter().enumerate().take(dim) {
+            let row = dim * k + i;
+            let v = jwi + p.compliance * x[row];
+            y[row] = if apply.add_r == 1 { v + r[row] } else { v };
+        }
+    }
+}
+
+/// `step_precond.wgsl`: `diag(N + E)` averaged within each contact block.
+pub fn step_precond(
+    solver: &Params,
+    p: &StepParams,
+    contacts: &[GpuContact],
+    consts: &[[f32; 2]],
+    precond: &mut [f32],
+) {
+    let dim = p.dim as usize;
+    let share = (p.dim - 1) as f32 / p.dim as f32;
+    for (k, c) in contacts[..solver.n_blocks as usize].iter().enumerate() {
+        let a = consts[c.owner as usize];
+        let mut mean = a[0] + share * a[1];
+        if c.other < p.n_bodies {
+            let b = consts[c.other as usize];
+            mean += b[0] + share * b[1];
+        }
+        mean += p.compliance;
+        let value = if mean > 0.0 { mean } else { 1.0 };
+        precond[dim * k..dim * (k + 1)].fill(value);
+    }
+}
+
+/// `step_apgd_start.wgsl`: `L = ‖A 1‖ / √m` from `scalars[SLOT_B]`, its step, no momentum.
+pub fn step_apgd_start(scalars: &[Partial], state: &mut ApgdState) {
+    let c = scalars[SLOT_B as usize].sums;
+    let lipschitz = if c[1] > 0.0 {
+        (c[2] / c[1]).sqrt().max(f32::MIN_POSITIVE)
+    } else {
+        f32::MIN_POSITIVE
+    };
+    *state = ApgdState {
+        lipschitz,
+        step: 1.0 / lipschitz,
+        theta: 1.0,
+        beta: 0.0,
+        accepted: 0,
+        pad: [0; 3],
+    };
 }
 
 /// `step_integrate.wgsl`: nothing moves in a step whose contacts overflowed.

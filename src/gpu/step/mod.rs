@@ -16,11 +16,13 @@
 //!    `r = J v_free + b`, and the body links (a second counting sort of the contacts' sides
 //!    by sphere); no Jacobian is stored (matrix-free sphere rows, issue 16);
 //! 5. warm start: the previous step's impulses by binary search of the key;
-//! 6. the solve: projected Jacobi (`jacobi-gpu`'s method) on rows rebuilt from each
-//!    contact's normal and the spheres' radii (`step_gather`: `M⁻¹Jᵀγ` per sphere;
-//!    `step_jacobi`: `u` and the projected step per contact), convergence tested on the GPU
-//!    every [`CHECK_EVERY`] iterations, the natural-map residual of the answer, then
-//!    semi-implicit Euler;
+//! 6. the solve ([`StepSolver`]): projected Jacobi (`jacobi-gpu`'s method) on rows rebuilt
+//!    from each contact's normal and the spheres' radii (`step_gather`: `M⁻¹Jᵀγ` per
+//!    sphere; `step_jacobi`: `u` and the projected step per contact), or the kernels of
+//!    `spg-gpu` or `apgd-gpu` with the product `A x = J M⁻¹ Jᵀ x + E x` of the same rows
+//!    (`step_gather`, `step_rows`; `step_precond`, `step_apgd_start` for their starts),
+//!    convergence tested on the GPU every [`CHECK_EVERY`] iterations, the natural-map
+//!    residual of the answer, then semi-implicit Euler;
 //! 7. statistics (kinetic energy, mean height, largest penetration, non-finite entries)
 //!    reduced on the GPU and copied into a ring read back every [`RING`] steps.
 //!
@@ -37,4 +39,6 @@ mod schedule;
 pub use data::{GpuBody, GpuContact, GpuPlane, Span, StepGate, StepParams};
 pub use exec::{DeviceExec, DeviceProgram, Dispatch, Executor, MirrorExec};
 pub use pipeline::{Assembly, GpuStepStats, KernelTimes, RING, StageTimes, StepPipeline};
-pub use schedule::{Buf, BufferSpec, CHECK_EVERY, Named, Op, SLOT_BYTES, Schedule, StatsSlot};
+pub use schedule::{
+    Buf, BufferSpec, CHECK_EVERY, Named, Op, SLOT_BYTES, Schedule, StatsSlot, StepSolver,
+};

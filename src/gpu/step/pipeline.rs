@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::data::{GpuBody, GpuContact, GpuPlane, StepParams};
 use super::exec::{DeviceExec, Executor};
-use super::schedule::{SLOT_BYTES, Schedule, StatsSlot};
+use super::schedule::{SLOT_BYTES, Schedule, StatsSlot, StepSolver};
 use crate::error::{Error, Result};
 use crate::gpu::GpuBlock;
 
@@ -67,6 +67,7 @@ pub type KernelTimes = Vec<(&'static str, f64)>;
 pub struct StepPipeline<E: Executor> {
     exec: E,
     params: StepParams,
+    method: StepSolver,
     warm_start: bool,
     limit: u64,
     schedule: Schedule,
@@ -78,17 +79,18 @@ pub struct StepPipeline<E: Executor> {
 }
 
 impl<E: Executor> StepPipeline<E> {
-    /// The pipeline of `params` from the sphere state `bodies` on `exec` ([`Schedule::new`]);
-    /// `limit` is the storage binding limit of the device (a buffer above it is refused,
-    /// naming it).
+    /// The pipeline of `params` from the sphere state `bodies` on `exec`, solving with
+    /// `method` ([`Schedule::new`]); `limit` is the storage binding limit of the device (a
+    /// buffer above it is refused, naming it).
     pub fn new(
         mut exec: E,
         params: StepParams,
         bodies: &[GpuBody],
+        method: StepSolver,
         warm_start: bool,
         limit: u64,
     ) -> Result<Self> {
-        let schedule = Schedule::new(&params, bodies, warm_start, RING, limit)?;
+        let schedule = Schedule::new(&params, bodies, method, warm_start, RING, limit)?;
         exec.create(&schedule.buffers)?;
         let detect = exec.program(&schedule.detect)?;
         let solve = exec.program(&schedule.solve)?;
@@ -100,6 +102,7 @@ impl<E: Executor> StepPipeline<E> {
         Ok(StepPipeline {
             exec,
             params,
+            method,
             warm_start,
             limit,
             schedule,
@@ -108,6 +111,11 @@ impl<E: Executor> StepPipeline<E> {
             record,
             pending: 0,
         })
+    }
+
+    /// The method of the solve.
+    pub fn method(&self) -> StepSolver {
+        self.method
     }
 
     /// The sizes and scalars of the kernels.
@@ -219,7 +227,14 @@ impl<E: Executor> StepPipeline<E> {
             capacity,
             ..self.params
         };
-        let mut grown = Self::new(self.exec, params, &bodies, self.warm_start, self.limit)?;
+        let mut grown = Self::new(
+            self.exec,
+            params,
+            &bodies,
+            self.method,
+            self.warm_start,
+            self.limit,
+        )?;
         // The last good step's contacts and impulses, for the warm start of the step taken
         // again (into the grown buffers).
         let new = grown.schedule.named;

@@ -6,13 +6,20 @@
 
 use super::data::{GpuBody, Span, StepGate, StepParams};
 use crate::error::{Error, Result};
-use crate::gpu::data::{Monitor, Params, Partial, Reduce, SLOT_RESIDUAL};
+use crate::gpu::data::{
+    ApgdState, Apply, Monitor, Params, Partial, Reduce, SLOT_A, SLOT_B, SLOT_C, SLOT_RESIDUAL,
+    SLOTS, SpgState,
+};
 use crate::gpu::kernels::{
-    Kernel, MAX_WORKGROUPS, MEASURE, REDUCE, RESIDUAL, STEP_CONTACT_ROWS, STEP_GATE, STEP_GATHER,
-    STEP_GRID, STEP_INTEGRATE, STEP_JACOBI, STEP_KEEP, STEP_LINK_KEYS, STEP_NARROW, STEP_SCAN_ADD,
+    APGD_CURVATURE, APGD_SCALARS, APGD_TRIAL, APGD_UPDATE, COPY_IF, Kernel, MAX_WORKGROUPS,
+    MEASURE, REDUCE, RESIDUAL, SPG_CURVATURE, SPG_DIRECTION, SPG_SCALARS, SPG_UPDATE,
+    STEP_APGD_START, STEP_CONTACT_ROWS, STEP_GATE, STEP_GATHER, STEP_GRID, STEP_INTEGRATE,
+    STEP_JACOBI, STEP_KEEP, STEP_LINK_KEYS, STEP_NARROW, STEP_PRECOND, STEP_ROWS, STEP_SCAN_ADD,
     STEP_SCAN_LOCAL, STEP_SCAN_TOTALS, STEP_SOLVER_PARAMS, STEP_SORT_COUNT, STEP_SORT_SCATTER,
     STEP_SORT_SEGMENTS, STEP_STATS, STEP_WARM_START, WORKGROUP,
 };
+use crate::gpu::spg;
+use crate::solver::{Apgd, Spg, SpgParams};
 
 /// Iterations between two convergence tests of a step's solve (counted back from its last
 /// iteration, so that a stop leaves the answer where the last iterate would be).
@@ -184,6 +191,12 @@ impl Builder {
         self.add(label, bytes.len() as u64, true, Some(bytes))
     }
 
+    /// The uniform of a `reduce` of `count` partials into `scalars[slot]`.
+    fn reduce(&mut self, count: u32, slot: u32) -> Buf {
+        let pad = [0; 2];
+        self.uniform("reduce", &Reduce { count, slot, pad })
+    }
+
     fn span(&mut self, count: u32, keys: u32, mode: u32) -> Buf {
         let span = Span {
             count,
@@ -248,11 +261,6 @@ fn dispatch(kernel: &'static Kernel, buffers: &[Buf], items: u32) -> Op {
     op(kernel, buffers, items, None)
 }
 
-/// [`dispatch`] through the indirect arguments at byte `offset` of `args`.
-fn gated(kernel: &'static Kernel, buffers: &[Buf], items: u32, args: Buf, offset: u64) -> Op {
-    op(kernel, buffers, items, Some((args, offset)))
-}
-
 fn op(kernel: &'static Kernel, buffers: &[Buf], items: u32, gate: Option<(Buf, u64)>) -> Op {
     debug_assert_eq!(buffers.len(), kernel.bindings.len(), "{}", kernel.name);
     Op::Dispatch {
@@ -273,16 +281,407 @@ fn copy(src: Buf, dst: Buf, bytes: u64) -> Op {
     }
 }
 
+/// The method of a time step's solve: one of the GPU solvers, on the step's own rows.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum StepSolver {
+    /// Projected Jacobi (`jacobi-gpu`): `step_gather` and the fused `step_jacobi`.
+    #[default]
+    Jacobi,
+    /// P-SPG-FB (`spg-gpu`) with its parameters: the kernels of [`crate::gpu::SpgGpu`].
+    Spg(SpgParams),
+    /// APGD (`apgd-gpu`): the kernels of [`crate::gpu::ApgdGpu`].
+    Apgd,
+}
+
+impl StepSolver {
+    /// The method of the GPU solver `name` (`jacobi-gpu`, `spg-gpu` with its default
+    /// parameters, `apgd-gpu`); `None` for any other.
+    pub fn named(name: &str) -> Option<Self> {
+        match name {
+            "jacobi-gpu" => Some(StepSolver::Jacobi),
+            "spg-gpu" => Some(StepSolver::Spg(SpgParams::default())),
+            "apgd-gpu" => Some(StepSolver::Apgd),
+            _ => None,
+        }
+    }
+
+    /// Its registry name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            StepSolver::Jacobi => "jacobi-gpu",
+            StepSolver::Spg(_) => "spg-gpu",
+            StepSolver::Apgd => "apgd-gpu",
+        }
+    }
+}
+
+/// The buffers the iterations of a step's solve share, and the dispatches they repeat.
+struct Iterations {
+    step_params: Buf,
+    /// The solver's [`Params`] of the step (uniform).
+    solver: Buf,
+    contacts: Buf,
+    blocks: Buf,
+    r: Buf,
+    link_starts: Buf,
+    link_sorted: Buf,
+    consts: Buf,
+    /// `M⁻¹ Jᵀ x` of the last gather.
+    w: Buf,
+    /// The velocity `u = A γ + r` of the answer (SPG's gradient `g`, APGD's `u`).
+    u: Buf,
+    /// The indirect arguments: bodies, blocks, one workgroup, rows (byte offsets 0, 12,
+    /// 24, 36).
+    args: Buf,
+    scalars: Buf,
+    monitor: Buf,
+    gate: Buf,
+    capacity: u32,
+    bodies: u32,
+    /// Rows of the room (`dim` per contact).
+    rows: u32,
+    iterations: usize,
+}
+
+/// Byte offsets of the workgroup counts in [`Iterations::args`].
+const BODIES_ARGS: u64 = 0;
+const BLOCKS_ARGS: u64 = 12;
+const SINGLE_ARGS: u64 = 24;
+const ROWS_ARGS: u64 = 36;
+
+impl Iterations {
+    /// `w = M⁻¹ Jᵀ x`, through the indirect arguments when `gated`.
+    fn gather(&self, x: Buf, gated: bool) -> Op {
+        let buffers = [
+            self.step_params,
+            self.link_starts,
+            self.link_sorted,
+            self.contacts,
+            self.consts,
+            x,
+            self.w,
+        ];
+        self.on(&STEP_GATHER, &buffers, self.bodies, BODIES_ARGS, gated)
+    }
+
+    /// `y = A x (+ r)`: the gather, then `step_rows` (`apply` selects `r`).
+    fn product(&self, x: Buf, apply: Buf, y: Buf, gated: bool) -> [Op; 2] {
+        let buffers = [
+            self.solver,
+            self.step_params,
+            apply,
+            self.contacts,
+            self.w,
+            self.r,
+            x,
+            y,
+        ];
+        [
+            self.gather(x, gated),
+            self.on(&STEP_ROWS, &buffers, self.capacity, BLOCKS_ARGS, gated),
+        ]
+    }
+
+    /// A dispatch of `kernel` over `items`, gated at `offset` of the arguments when `gated`.
+    fn on(&self, kernel: &'static Kernel, buffers: &[Buf], items: u32, at: u64, gated: bool) -> Op {
+        op(kernel, buffers, items, gated.then_some((self.args, at)))
+    }
+
+    /// A gated dispatch of a kernel over the rows.
+    fn rows_op(&self, kernel: &'static Kernel, buffers: &[Buf]) -> Op {
+        self.on(kernel, buffers, self.rows, ROWS_ARGS, true)
+    }
+
+    /// A gated dispatch of a kernel over the contact blocks.
+    fn blocks_op(&self, kernel: &'static Kernel, buffers: &[Buf]) -> Op {
+        self.on(kernel, buffers, self.capacity, BLOCKS_ARGS, true)
+    }
+
+    /// A gated dispatch of a single-workgroup kernel.
+    fn single_op(&self, kernel: &'static Kernel, buffers: &[Buf]) -> Op {
+        self.on(kernel, buffers, 1, SINGLE_ARGS, true)
+    }
+
+    /// The convergence test of the iterate `x` (velocity `u`) before iteration `k`: the
+    /// residual's partials into `parts`, reduced by `reduce`, measured (with `best`, the
+    /// best measured iterate kept as the standalone solvers do), then the gate.
+    fn check(
+        &self,
+        b: &mut Builder,
+        k: usize,
+        [x, u, parts, reduce]: [Buf; 4],
+        best: Option<Buf>,
+    ) -> Vec<Op> {
+        let mut ops = vec![
+            self.blocks_op(&RESIDUAL, &[self.solver, self.blocks, x, u, parts]),
+            self.single_op(&REDUCE, &[reduce, parts, self.scalars]),
+            // The gate reads only the measure's `value`: no clear of the monitor here, no
+            // split of the pass.
+            self.single_op(&MEASURE, &[self.solver, self.scalars, self.monitor]),
+        ];
+        if let Some(best) = best {
+            ops.push(self.rows_op(&COPY_IF, &[self.solver, self.monitor, x, best]));
+        }
+        let at = b.span(k as u32, 0, 0);
+        ops.push(dispatch(
+            &STEP_GATE,
+            &[self.step_params, at, self.monitor, self.gate, self.args],
+            1,
+        ));
+        ops
+    }
+
+    /// Projected Jacobi (the method of `jacobi-gpu`) in the ping-pong buffers `gamma`
+    /// (`gamma[0]` warm-started): the answer's buffer.
+    fn jacobi(
+        &self,
+        b: &mut Builder,
+        solve: &mut Vec<Op>,
+        gamma: [Buf; 2],
+        parts: Buf,
+        reduce: Buf,
+    ) -> Buf {
+        // `u = J w + E x + r` of `x` and the next iterate `to`.
+        let jacobi = |x: Buf, to: Buf, gated: bool| {
+            let buffers = [
+                self.solver,
+                self.step_params,
+                self.contacts,
+                self.w,
+                self.r,
+                x,
+                self.u,
+                to,
+            ];
+            self.on(&STEP_JACOBI, &buffers, self.capacity, BLOCKS_ARGS, gated)
+        };
+        let iterations = self.iterations;
+        for k in 0..iterations {
+            let (from, to) = (gamma[k % 2], gamma[1 - k % 2]);
+            solve.push(self.gather(from, true));
+            solve.push(jacobi(from, to, true));
+            if k > 0 && (iterations - k) % CHECK_EVERY == 0 {
+                // The residual of γ_k (`from`, with its `u`): the gate stops here when it
+                // meets the tolerance, leaving γ_k where the last iterate lands (k has the
+                // parity of `iterations`; `to` is not read again). The residual's
+                // partials start from zeros (see the answer's residual).
+                solve.push(Op::Clear(parts));
+                solve.extend(self.check(b, k, [from, self.u, parts, reduce], None));
+            }
+        }
+        // The answer's `u` and `w` (the step it also takes lands in the other buffer, not
+        // read again).
+        let last = gamma[iterations % 2];
+        solve.push(self.gather(last, false));
+        solve.push(jacobi(last, gamma[1 - iterations % 2], false));
+        last
+    }
+
+    /// The buffers of a descent method: a row vector, the partials of the blocks' and the
+    /// rows' kernels (cleared at the start of each solve: their dispatches cover the room,
+    /// the mirrors write the contacts' partials only) with their reductions into `SLOT_A`
+    /// .. `SLOT_C` and `SLOT_RESIDUAL`, and `Apply` uniforms without and with `r`.
+    fn descent_buffers(&self, b: &mut Builder, solve: &mut Vec<Op>) -> Result<Descent> {
+        let (blocks_wg, rows_wg) = (
+            self.capacity.div_ceil(WORKGROUP),
+            self.rows.div_ceil(WORKGROUP),
+        );
+        let parts_blocks = b.storage("parts_blocks", 32 * u64::from(blocks_wg))?;
+        let parts_rows = b.storage("parts_rows", 32 * u64::from(rows_wg))?;
+        solve.extend([
+            Op::Clear(self.monitor),
+            Op::Clear(parts_blocks),
+            Op::Clear(parts_rows),
+        ]);
+        let plain = b.uniform(
+            "apply",
+            &Apply {
+                add_r: 0,
+                pad: [0; 3],
+            },
+        );
+        let with_r = b.uniform(
+            "apply",
+            &Apply {
+                add_r: 1,
+                pad: [0; 3],
+            },
+        );
+        Ok(Descent {
+            parts_blocks,
+            parts_rows,
+            blocks: [SLOT_A, SLOT_B, SLOT_RESIDUAL].map(|slot| b.reduce(blocks_wg, slot)),
+            rows: [SLOT_A, SLOT_B, SLOT_C].map(|slot| b.reduce(rows_wg, slot)),
+            plain,
+            with_r,
+            vector: 4 * u64::from(self.rows),
+        })
+    }
+
+    /// The end of a descent method's solve from the last iterate `x` (velocity `u`): its
+    /// measure, which keeps it in `best` when it improves; then `w` and `u` of the best
+    /// measured iterate, the answer (where a check stopped the iterations that is the
+    /// iterate it measured: each earlier check had a larger residual).
+    fn finish(&self, b: &mut Builder, solve: &mut Vec<Op>, d: &Descent, x: Buf, best: Buf) {
+        let [.., residual] = d.blocks;
+        solve.extend(self.check(
+            b,
+            self.iterations,
+            [x, self.u, d.parts_blocks, residual],
+            Some(best),
+        ));
+        solve.extend(self.product(best, d.with_r, self.u, false));
+    }
+
+    /// P-SPG-FB (the kernels of `spg-gpu`, paper 004) from `x` (warm-started; the iterate
+    /// in place), the gradient `g = A x + r` in `u`: the answer's buffer.
+    fn spg(&self, b: &mut Builder, solve: &mut Vec<Op>, x: Buf, p: &SpgParams) -> Result<Buf> {
+        let d = self.descent_buffers(b, solve)?;
+        let [dir, ad, best, precond] =
+            ["d", "ad", "best", "precond"].map(|l| b.storage(l, d.vector));
+        let (dir, ad, best, precond) = (dir?, ad?, best?, precond?);
+        let [cfg, cfg_fallback] =
+            [0, 1].map(|fallback| spg::config(p, fallback).map(|c| b.uniform("spg_config", &c)));
+        let (cfg, cfg_fallback) = (cfg?, cfg_fallback?);
+        let state = b.storage("spg_state", std::mem::size_of::<SpgState>() as u64)?;
+        let initial = b.filled(
+            "spg_initial",
+            bytemuck::bytes_of(&spg::initial_state(p)).to_vec(),
+        )?;
+        let g = self.u;
+        solve.push(copy(initial, state, std::mem::size_of::<SpgState>() as u64));
+        solve.extend(self.product(x, d.with_r, g, false));
+        solve.push(dispatch(
+            &STEP_PRECOND,
+            &[
+                self.solver,
+                self.step_params,
+                self.contacts,
+                self.consts,
+                precond,
+            ],
+            self.capacity,
+        ));
+        let [reduce_a, reduce_b, residual] = d.blocks;
+        let [.., reduce_c] = d.rows;
+        for k in 0..self.iterations {
+            if k % CHECK_EVERY == 0 {
+                solve.extend(self.check(b, k, [x, g, d.parts_blocks, residual], Some(best)));
+            }
+            for (cfg, reduce) in [(cfg, reduce_a), (cfg_fallback, reduce_b)] {
+                let buffers = [
+                    self.solver,
+                    cfg,
+                    self.blocks,
+                    self.scalars,
+                    state,
+                    x,
+                    g,
+                    precond,
+                    dir,
+                    d.parts_blocks,
+                ];
+                solve.push(self.blocks_op(&SPG_DIRECTION, &buffers));
+                solve.push(self.single_op(&REDUCE, &[reduce, d.parts_blocks, self.scalars]));
+            }
+            solve.extend(self.product(dir, d.plain, ad, true));
+            solve.push(self.rows_op(
+                &SPG_CURVATURE,
+                &[self.solver, precond, dir, ad, d.parts_rows],
+            ));
+            solve.push(self.single_op(&REDUCE, &[reduce_c, d.parts_rows, self.scalars]));
+            solve.push(self.single_op(&SPG_SCALARS, &[cfg, self.scalars, state]));
+            solve.push(self.rows_op(&SPG_UPDATE, &[self.solver, state, dir, ad, x, g]));
+            if (k + 1) % Spg::REFRESH == 0 {
+                solve.extend(self.product(x, d.with_r, g, true));
+            }
+        }
+        self.finish(b, solve, &d, x, best);
+        Ok(best)
+    }
+
+    /// APGD (the kernels of `apgd-gpu`) from `x` (warm-started; the iterate in place) and
+    /// `y = x`, `u = A x + r`, `g_y = A y + r`, `L = ‖A 1‖ / √m`: the answer's buffer.
+    fn apgd(&self, b: &mut Builder, solve: &mut Vec<Op>, x: Buf) -> Result<Buf> {
+        let d = self.descent_buffers(b, solve)?;
+        let [y, g_y, x_new, dir, ad, best] =
+            ["y", "g_y", "x_new", "d", "ad", "best"].map(|l| b.storage(l, d.vector));
+        let (y, g_y, x_new, dir, ad, best) = (y?, g_y?, x_new?, dir?, ad?, best?);
+        let ones = b.filled(
+            "ones",
+            bytemuck::cast_slice(&vec![1.0f32; self.rows as usize]).to_vec(),
+        )?;
+        let state = b.storage("apgd_state", std::mem::size_of::<ApgdState>() as u64)?;
+        let u = self.u;
+        // L from ‖A 1‖² and 1 · 1 (`spg_curvature` with d = P = 1).
+        let [reduce_a, reduce_b, _] = d.rows;
+        solve.extend(self.product(ones, d.plain, ad, false));
+        solve.push(dispatch(
+            &SPG_CURVATURE,
+            &[self.solver, ones, ones, ad, d.parts_rows],
+            self.rows,
+        ));
+        solve.push(dispatch(
+            &REDUCE,
+            &[reduce_b, d.parts_rows, self.scalars],
+            1,
+        ));
+        solve.push(dispatch(&STEP_APGD_START, &[self.scalars, state], 1));
+        solve.push(copy(x, y, d.vector));
+        solve.extend(self.product(x, d.with_r, u, false));
+        solve.push(copy(u, g_y, d.vector));
+        let [.., residual] = d.blocks;
+        let own = [self.solver, self.blocks, state, y, g_y, x_new, dir];
+        for k in 0..self.iterations {
+            if k % CHECK_EVERY == 0 {
+                solve.extend(self.check(b, k, [x, u, d.parts_blocks, residual], Some(best)));
+            }
+            solve.push(self.blocks_op(&APGD_TRIAL, &own));
+            solve.extend(self.product(dir, d.plain, ad, true));
+            solve.push(self.rows_op(
+                &APGD_CURVATURE,
+                &[self.solver, dir, ad, g_y, x, x_new, d.parts_rows],
+            ));
+            solve.push(self.single_op(&REDUCE, &[reduce_a, d.parts_rows, self.scalars]));
+            solve.push(self.single_op(&APGD_SCALARS, &[self.scalars, state]));
+            solve.push(self.rows_op(&APGD_UPDATE, &[self.solver, state, x_new, ad, x, u, y, g_y]));
+            if (k + 1) % Apgd::REFRESH == 0 {
+                solve.extend(self.product(x, d.with_r, u, true));
+                solve.extend(self.product(y, d.with_r, g_y, true));
+            }
+        }
+        self.finish(b, solve, &d, x, best);
+        Ok(best)
+    }
+}
+
+/// The buffers a descent method adds ([`Iterations::descent_buffers`]).
+struct Descent {
+    parts_blocks: Buf,
+    parts_rows: Buf,
+    /// Reductions of the blocks' partials into `SLOT_A`, `SLOT_B`, `SLOT_RESIDUAL`.
+    blocks: [Buf; 3],
+    /// Reductions of the rows' partials into `SLOT_A`, `SLOT_B`, `SLOT_C`.
+    rows: [Buf; 3],
+    /// `Apply` without `r`.
+    plain: Buf,
+    /// `Apply` with `r`.
+    with_r: Buf,
+    /// Bytes of a row vector of the room.
+    vector: u64,
+}
+
 impl Schedule {
     /// The schedule of `params` with the initial sphere state `bodies`: up to
-    /// `params.max_iter` projected Jacobi iterations per step (warm-started from the
-    /// previous step's impulses by contact key when `warm_start`), stopped on the GPU when a
-    /// check every [`CHECK_EVERY`] iterations meets the tolerance, then the residual of the
+    /// `params.max_iter` iterations of `method` per step (warm-started from the previous
+    /// step's impulses by contact key when `warm_start`), stopped on the GPU when a check
+    /// every [`CHECK_EVERY`] iterations meets the tolerance, then the residual of the
     /// answer, integration and statistics, recorded into a ring of `ring` [`StatsSlot`]s.
     /// `limit` is the device's `max_storage_buffer_binding_size`.
     pub fn new(
         params: &StepParams,
         bodies: &[GpuBody],
+        method: StepSolver,
         warm_start: bool,
         ring: u32,
         limit: u64,
@@ -291,8 +690,14 @@ impl Schedule {
         let n = params.n_bodies;
         let capacity = params.capacity;
         let most = u64::from(MAX_WORKGROUPS) * u64::from(WORKGROUP);
+        // The rows' dispatches of `spg-gpu` and `apgd-gpu` (`dim` per contact).
+        let rows_dispatched = match method {
+            StepSolver::Jacobi => 0,
+            _ => u64::from(params.dim * capacity),
+        };
         for (what, items) in [
             ("link entries (2 per contact)", 2 * u64::from(capacity)),
+            ("contact rows", rows_dispatched),
             ("spheres", u64::from(n) + 1),
             ("grid buckets", u64::from(params.mask) + 1),
         ] {
@@ -327,7 +732,6 @@ impl Schedule {
             prev_contacts: b.storage("prev_contacts", 32 * cap)?,
             prev_gamma: b.storage("prev_gamma", 4 * rows)?,
         };
-        let gamma = [named.gamma, b.storage("gamma1", 4 * rows)?];
         let cells = b.storage("cells", 16 * n64)?;
         let grid_keys = b.storage("grid_keys", 4 * n64)?;
         let counts = b.storage("contact_counts", 4 * n64)?;
@@ -339,7 +743,7 @@ impl Schedule {
         let w = b.storage("w", 24 * n64)?;
         let groups = n.max(capacity).div_ceil(WORKGROUP);
         let parts = b.storage("parts", 32 * u64::from(groups))?;
-        let scalars = b.storage("scalars", 32 * u64::from(SLOT_RESIDUAL + 1))?;
+        let scalars = b.storage("scalars", 32 * SLOTS as u64)?;
         let monitor = b.storage("monitor", std::mem::size_of::<Monitor>() as u64)?;
         let count = b.storage("contact_count", 16)?;
 
@@ -399,12 +803,12 @@ impl Schedule {
                     named.prev_offsets,
                     named.prev_contacts,
                     named.prev_gamma,
-                    gamma[0],
+                    named.gamma,
                 ],
                 capacity,
             )
         } else {
-            Op::Clear(gamma[0])
+            Op::Clear(named.gamma)
         });
         // Body links: entries e = 2k + side (2 per contact) counting-sorted by body, which
         // `step_gather` walks; key `n` collects the entries without a body, counted but
@@ -424,11 +828,11 @@ impl Schedule {
         ));
         detect.push(copy(solver_storage, solver, 32));
 
-        // The solve: projected Jacobi (the method of `jacobi-gpu`) on the sphere rows without
-        // stored blocks (`step_gather`, `step_jacobi`), ping-pong impulses.
-        // The iterations' dispatches read their workgroup counts from `args` (bodies,
-        // blocks, one workgroup), reset before each step; the gate zeroes them when a check
-        // finds the tolerance met.
+        // The solve, on the sphere rows without stored blocks (`step_gather`: w = M⁻¹Jᵀx;
+        // then `step_jacobi`, or `step_rows`: the product). Its iterations' dispatches read
+        // their workgroup counts from `args` (bodies, blocks, one workgroup, rows), reset
+        // before each step; the gate zeroes them when a check finds the tolerance met.
+        let rows_items = params.dim * capacity;
         let full = [
             STEP_GATHER.workgroups(n),
             1,
@@ -439,9 +843,12 @@ impl Schedule {
             1,
             1,
             1,
+            SPG_CURVATURE.workgroups(rows_items),
+            1,
+            1,
         ];
         let args_full = b.filled("args_full", bytemuck::cast_slice(&full).to_vec())?;
-        let args = b.storage("args", 36)?;
+        let args = b.storage("args", 48)?;
         b.buffers[args.0].indirect = true;
         let gate = named.gate;
         let gate_init = b.filled(
@@ -452,94 +859,50 @@ impl Schedule {
             })
             .to_vec(),
         )?;
-        let residual_reduce = b.uniform(
-            "reduce",
-            &Reduce {
-                count: capacity.div_ceil(WORKGROUP),
-                slot: SLOT_RESIDUAL,
-                pad: [0; 2],
-            },
-        );
-        let (bodies_args, blocks_args, single_args) = (0, 12, 24);
-        // `w = M⁻¹ Jᵀ x`, then `u = J w + E x + r` of `x` and the next iterate `to`, through
-        // the indirect arguments when gated.
-        let gather = |x: Buf, gate: Option<u64>| {
-            op(
-                &STEP_GATHER,
-                &[
-                    step_params,
-                    link_starts,
-                    link_sorted,
-                    named.contacts,
-                    consts,
-                    x,
-                    w,
-                ],
-                n,
-                gate.map(|at| (args, at)),
-            )
+        let residual_reduce = b.reduce(capacity.div_ceil(WORKGROUP), SLOT_RESIDUAL);
+        let it = Iterations {
+            step_params,
+            solver,
+            contacts: named.contacts,
+            blocks: named.blocks,
+            r: named.r,
+            link_starts,
+            link_sorted,
+            consts,
+            w,
+            u,
+            args,
+            scalars,
+            monitor,
+            gate,
+            capacity,
+            bodies: n,
+            rows: rows_items,
+            iterations,
         };
-        let jacobi = |x: Buf, to: Buf, gate: Option<u64>| {
-            op(
-                &STEP_JACOBI,
-                &[solver, step_params, named.contacts, w, named.r, x, u, to],
-                capacity,
-                gate.map(|at| (args, at)),
-            )
-        };
-        let mut solve = vec![copy(args_full, args, 36), copy(gate_init, gate, 16)];
-        for k in 0..iterations {
-            let (from, to) = (gamma[k % 2], gamma[1 - k % 2]);
-            solve.push(gather(from, Some(bodies_args)));
-            solve.push(jacobi(from, to, Some(blocks_args)));
-            if k > 0 && (iterations - k) % CHECK_EVERY == 0 {
-                // The residual of γ_k (`from`, with its `u`): the gate stops here when it
-                // meets the tolerance, leaving γ_k where the last iterate lands (k has the
-                // parity of `iterations`; `to` is not read again).
-                solve.push(Op::Clear(parts));
-                solve.push(gated(
-                    &RESIDUAL,
-                    &[solver, named.blocks, from, u, parts],
-                    capacity,
-                    args,
-                    blocks_args,
-                ));
-                solve.push(gated(
-                    &REDUCE,
-                    &[residual_reduce, parts, scalars],
-                    1,
-                    args,
-                    single_args,
-                ));
-                // The gate reads only the measure's `value` (the monitor is cleared once,
-                // before the answer's measure): no clear here, no split of the pass.
-                solve.push(gated(
-                    &MEASURE,
-                    &[solver, scalars, monitor],
-                    1,
-                    args,
-                    single_args,
-                ));
-                let at = b.span(k as u32, 0, 0);
-                solve.push(dispatch(
-                    &STEP_GATE,
-                    &[step_params, at, monitor, gate, args],
-                    1,
-                ));
+        let mut solve = vec![copy(args_full, args, 48), copy(gate_init, gate, 16)];
+        // `solve` leaves `w = M⁻¹ Jᵀ γ` and `u = J w + E γ + r` of the answer `γ`.
+        let answer = match method {
+            StepSolver::Jacobi => {
+                let other = b.storage("gamma1", 4 * rows)?;
+                it.jacobi(
+                    &mut b,
+                    &mut solve,
+                    [named.gamma, other],
+                    parts,
+                    residual_reduce,
+                )
             }
-        }
-        // The answer's velocity `u` and natural-map residual (the monitor), then the
-        // velocity update from `w = M⁻¹ Jᵀ γ` of the same gather (the step it also takes
-        // lands in the other buffer, not read again).
-        let last = gamma[iterations % 2];
-        solve.push(gather(last, None));
-        solve.push(jacobi(last, gamma[1 - iterations % 2], None));
-        // The residual's workgroups cover the room; those past the contacts write zero
-        // partials on the device and none in the mirror: start from zeros.
+            StepSolver::Spg(p) => it.spg(&mut b, &mut solve, named.gamma, &p)?,
+            StepSolver::Apgd => it.apgd(&mut b, &mut solve, named.gamma)?,
+        };
+        // The answer's natural-map residual (the monitor). The residual's workgroups cover
+        // the room; those past the contacts write zero partials on the device and none in
+        // the mirror: start from zeros.
         solve.push(Op::Clear(parts));
         solve.push(dispatch(
             &RESIDUAL,
-            &[solver, named.blocks, last, u, parts],
+            &[solver, named.blocks, answer, u, parts],
             capacity,
         ));
         solve.push(dispatch(&REDUCE, &[residual_reduce, parts, scalars], 1));
@@ -561,14 +924,7 @@ impl Schedule {
             ],
             n,
         ));
-        let stats_reduce = b.uniform(
-            "reduce",
-            &Reduce {
-                count: n.div_ceil(WORKGROUP),
-                slot: 0,
-                pad: [0; 2],
-            },
-        );
+        let stats_reduce = b.reduce(n.div_ceil(WORKGROUP), 0);
         solve.push(dispatch(&REDUCE, &[stats_reduce, parts, scalars], 1));
         solve.push(Op::Copy {
             src: named.offsets,
@@ -583,7 +939,7 @@ impl Schedule {
                 step_params,
                 named.offsets,
                 named.contacts,
-                last,
+                answer,
                 named.prev_offsets,
                 named.prev_contacts,
                 named.prev_gamma,
