@@ -2,6 +2,7 @@
 //! GPU, in `f32`.
 
 use bytemuck::{Pod, Zeroable};
+use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::problem::operator::FactoredOperator;
@@ -344,17 +345,23 @@ pub(crate) fn component_major(
     max_dim: u32,
 ) -> Vec<f32> {
     let n = blocks.len();
-    let mut jac = vec![0.0f32; 2 * max_dim as usize * 6 * n];
-    for (k, b) in blocks.iter().enumerate() {
-        let dim = b.dim as usize;
-        let rows = &rows[b.jac as usize..][..op.block_bodies(k).len() * dim];
-        for (j, row) in rows.iter().enumerate() {
-            let slot = (j / dim) * max_dim as usize + j % dim;
-            for (c, v) in row.iter().enumerate() {
-                jac[(slot * 6 + c) * n + k] = *v as f32;
+    let max_dim = max_dim as usize;
+    let mut jac = vec![0.0f32; 2 * max_dim * 6 * n];
+    if n == 0 {
+        return jac;
+    }
+    // One plane of `n` entries per (slot, component), each written in order by one thread:
+    // the writes stream (block by block they would stride by `n`).
+    jac.par_chunks_mut(n).enumerate().for_each(|(plane, out)| {
+        let (slot, c) = (plane / 6, plane % 6);
+        let (side, a) = (slot / max_dim, slot % max_dim);
+        for (k, (b, v)) in blocks.iter().zip(out.iter_mut()).enumerate() {
+            let dim = b.dim as usize;
+            if a < dim && side < op.block_bodies(k).len() {
+                *v = rows[b.jac as usize + side * dim + a][c] as f32;
             }
         }
-    }
+    });
     jac
 }
 
