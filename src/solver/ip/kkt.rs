@@ -219,19 +219,30 @@ impl Kkt {
         Ok((kkt, fresh))
     }
 
-    /// Writes the values for the scalings of the cone blocks (`None` for free blocks, and
-    /// `G = I` is `Scaling` with identity), equilibrates and factors.
+    /// Writes the values for the NT scalings of the cone blocks (free blocks take none; `G = I`
+    /// is `Scaling` with identity), equilibrates and factors.
     pub fn factor(&mut self, std: &Standard, scalings: &[Scaling]) -> Result<()> {
+        let blocks: Vec<[f64; 9]> = std
+            .blocks
+            .iter()
+            .zip(scalings)
+            .map(|(b, sc)| sc.g_squared(b.dim()))
+            .collect();
+        self.factor_blocks(std, &blocks)
+    }
+
+    /// Writes the values with `blocks[k]` (symmetric, row-major `d × d`) in place of `G²` in
+    /// the cone block `k` (free blocks take none), equilibrates and factors.
+    pub fn factor_blocks(&mut self, std: &Standard, blocks: &[[f64; 9]]) -> Result<()> {
         self.vals.copy_from_slice(&self.static_vals);
-        for ((b, sc), pos) in std.blocks.iter().zip(scalings).zip(&self.cone_pos) {
+        for ((b, c), pos) in std.blocks.iter().zip(blocks).zip(&self.cone_pos) {
             if b.kind == Kind::Free {
                 continue;
             }
             let d = b.dim();
-            let g2 = sc.g_squared(d);
             for x in 0..d {
                 for y in x..d {
-                    self.vals[pos[x * d + y]] -= g2[x * d + y];
+                    self.vals[pos[x * d + y]] -= c[x * d + y];
                 }
             }
         }

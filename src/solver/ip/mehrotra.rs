@@ -68,7 +68,12 @@ fn add_product(
 }
 
 /// The residuals `r_d = P x + q − Aᵀ z`, `r_p = A x + Q z + b − s` and the scaled measures.
-fn residuals(std: &Standard, it: &Iterate, r_d: &mut [f64], r_p: &mut [f64]) -> Measures {
+pub(crate) fn residuals(
+    std: &Standard,
+    it: &Iterate,
+    r_d: &mut [f64],
+    r_p: &mut [f64],
+) -> Measures {
     let (n, m) = (std.n, std.m);
     let mut px = vec![0.0; n];
     add_product(&std.p, &it.x, &mut px, 1.0, true, false);
