@@ -170,9 +170,14 @@ impl RigidBody {
     /// Advances the pose over `h` with the current velocities: `x ← x + h v` and the
     /// exponential-map rotation update `q ← q ⊗ exp(h ω_body)` (thesis eq. 3.1).
     pub fn integrate(&mut self, h: f64) {
-        self.pose.position += h * self.velocity;
-        let rotation = UnitQuaternion::from_scaled_axis(h * self.angular_velocity);
-        self.pose.orientation *= rotation;
+        self.displace(&(h * self.velocity), &(h * self.angular_velocity));
+    }
+
+    /// Moves the body by `dx` (world frame) and turns it by the rotation vector `dtheta`
+    /// (body frame): `q ← q ⊗ exp(dθ)`.
+    pub fn displace(&mut self, dx: &Vector3<f64>, dtheta: &Vector3<f64>) {
+        self.pose.position += dx;
+        self.pose.orientation *= UnitQuaternion::from_scaled_axis(*dtheta);
     }
 
     /// For a kinematic body: the pose at time `t` and the mean velocity over `[t, t + h]`, so

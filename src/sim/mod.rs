@@ -6,6 +6,7 @@ pub mod body;
 pub mod collision;
 pub mod fe;
 pub mod joint;
+pub mod projection;
 pub mod resident;
 pub mod scene;
 pub mod shape;

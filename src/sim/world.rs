@@ -15,6 +15,7 @@ use super::collision::{self, Contact};
 use super::fe::Solid;
 use super::fe::assembly::{self as fe_assembly, NodeContact, NodeKey};
 use super::joint::{ConstraintRow, Joint, point_row, tangent_frame};
+use super::projection;
 use crate::error::Result;
 use crate::problem::{
     Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System,
@@ -52,6 +53,13 @@ pub struct StepSettings {
     pub max_iter: usize,
     /// Relaxation of the solver (`None` = its default).
     pub omega: Option<f64>,
+    /// Project the positions of jointed bodies back onto their joints after each step
+    /// (post-stabilization, [`super::projection`]); without it the joints drift by what the
+    /// solver leaves of their rows.
+    pub joint_projection: bool,
+    /// Largest violation `|C|` of a joint row the projection leaves, m (rad for angular
+    /// rows).
+    pub joint_projection_tol: f64,
 }
 
 impl Default for StepSettings {
@@ -69,6 +77,8 @@ impl Default for StepSettings {
             tol: 1e-6,
             max_iter: 500,
             omega: None,
+            joint_projection: true,
+            joint_projection_tol: 1e-6,
         }
     }
 }
@@ -529,6 +539,14 @@ impl World {
         self.time += h;
         self.steps += 1;
         self.prescribe();
+        if self.settings.joint_projection && !self.joints.is_empty() {
+            projection::project(
+                &mut self.bodies,
+                &self.joints,
+                self.time,
+                self.settings.joint_projection_tol,
+            )?;
+        }
         let stats = StepStats {
             step: self.steps,
             time: self.time,

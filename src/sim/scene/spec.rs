@@ -570,6 +570,11 @@ impl SceneFile {
             st.contact_compliance,
         )?;
         non_negative(set, "settings.tol".into(), st.tol)?;
+        positive(
+            set,
+            "settings.joint_projection_tol".into(),
+            st.joint_projection_tol,
+        )?;
         if st.max_iter == 0 {
             return Err((
                 set,
