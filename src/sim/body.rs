@@ -167,6 +167,15 @@ impl RigidBody {
         [v.x, v.y, v.z, w.x, w.y, w.z]
     }
 
+    /// The change of generalized velocity an impulse `p` (world frame, N·s) at the world
+    /// point `at` gives the body: `Δv = p / m`, `Δω = I⁻¹ Rᵀ (r × p)` (body frame).
+    pub fn velocity_change(&self, at: &Vector3<f64>, p: &Vector3<f64>) -> [f64; 6] {
+        let dv = p / self.mass;
+        let torque = self.pose.orientation.inverse() * (at - self.pose.position).cross(p);
+        let dw = torque.component_div(&self.inertia);
+        [dv.x, dv.y, dv.z, dw.x, dw.y, dw.z]
+    }
+
     /// Advances the pose over `h` with the current velocities: `x ← x + h v` and the
     /// exponential-map rotation update `q ← q ⊗ exp(h ω_body)` (thesis eq. 3.1).
     pub fn integrate(&mut self, h: f64) {

@@ -10,6 +10,7 @@ pub mod projection;
 pub mod resident;
 pub mod scene;
 pub mod shape;
+pub mod spring;
 pub mod stats;
 pub mod world;
 
@@ -17,5 +18,6 @@ pub use body::{Motion, Oscillation, RigidBody};
 pub use joint::{Joint, JointKind};
 pub use resident::Resident;
 pub use shape::{Pose, Shape};
+pub use spring::Spring;
 pub use stats::StepStats;
 pub use world::{StepSettings, World};

@@ -16,6 +16,7 @@ use super::fe::Solid;
 use super::fe::assembly::{self as fe_assembly, NodeContact, NodeKey};
 use super::joint::{ConstraintRow, Joint, point_row, tangent_frame};
 use super::projection;
+use super::spring::Spring;
 use crate::error::Result;
 use crate::problem::{
     Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System,
@@ -111,6 +112,8 @@ pub struct World {
     /// Deformable solids of finite elements: with any, each step's problem is in the global
     /// form ([`fe_assembly::global`]).
     pub solids: Vec<Solid>,
+    /// Spring-dampers, explicit forces of the step.
+    pub springs: Vec<Spring>,
     /// Simulated time, s.
     pub time: f64,
     /// Steps taken.
@@ -223,6 +226,7 @@ impl World {
             bodies,
             joints,
             solids: Vec::new(),
+            springs: Vec::new(),
             time: 0.0,
             steps: 0,
             settings,
@@ -318,13 +322,23 @@ impl World {
         let gravity = Vector3::from(self.settings.gravity);
         let mut dynamic_index = Vec::with_capacity(self.bodies.len());
         let mut bodies = Vec::new();
-        for b in &self.bodies {
+        // The springs' impulses over the step, `h M⁻¹ f`, per body.
+        let mut pushed = vec![[0.0; 6]; self.bodies.len()];
+        for f in self.springs.iter().flat_map(|s| s.forces(&self.bodies)) {
+            let body = &self.bodies[f.body];
+            if body.is_dynamic() {
+                let dv = body.velocity_change(&f.point, &(h * f.force));
+                (0..6).for_each(|c| pushed[f.body][c] += dv[c]);
+            }
+        }
+        for (b, dv) in self.bodies.iter().zip(&pushed) {
             if b.is_dynamic() {
+                let v = b.free_velocity(h, &gravity, self.settings.gyroscopic);
                 dynamic_index.push(Some(bodies.len()));
                 bodies.push(Body {
                     mass: b.mass,
                     inertia: b.inertia.into(),
-                    v_free: b.free_velocity(h, &gravity, self.settings.gyroscopic),
+                    v_free: std::array::from_fn(|c| v[c] + dv[c]),
                 });
             } else {
                 dynamic_index.push(None);
