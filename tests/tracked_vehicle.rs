@@ -26,10 +26,11 @@ fn worst_pin(world: &World) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// The vehicle scene with `solver`.
-fn vehicle(solver: &str) -> (Scene, usize, Runner) {
+/// The vehicle scene with `solver` and the overrides `sets`.
+fn vehicle(solver: &str, sets: &[(String, String)]) -> (Scene, usize, Runner) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/tracked_vehicle.toml");
-    let sets = [("run.solver".to_string(), format!("\"{solver}\""))];
+    let mut sets = sets.to_vec();
+    sets.push(("run.solver".to_string(), format!("\"{solver}\"")));
     let s = scene::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
     let hull = s
         .world
@@ -49,7 +50,7 @@ fn vehicle(solver: &str) -> (Scene, usize, Runner) {
 /// compressed).
 #[test]
 fn the_vehicle_drives_at_its_speed_with_its_tracks_closed() {
-    let (mut s, hull, mut solver) = vehicle("apgd");
+    let (mut s, hull, mut solver) = vehicle("apgd", &[]);
     assert_eq!(s.world.joints.len(), 2 * (32 + 6));
     assert_eq!(s.world.springs.len(), 2);
     let lengths: Vec<f64> = s
@@ -87,16 +88,21 @@ fn the_vehicle_drives_at_its_speed_with_its_tracks_closed() {
     }
 }
 
-/// The full 5 s drive (1000 steps) with the solver named by `SIGNORINI_SOLVER` (default
-/// `apgd`), one row of `docs/TRACKED_VEHICLE.md`'s table printed: iterations and velocity
-/// residual per step (mean, max), steps converged, the worst pin separation, the hull's
-/// distance and mean speed, the wall time. Release only (minutes):
+/// The full 5 s drive (1000 steps, or `SIGNORINI_STEPS`) with the solver named by
+/// `SIGNORINI_SOLVER` (default `apgd`), one row of `docs/TRACKED_VEHICLE.md`'s table
+/// printed: iterations and velocity residual per step (mean, max), steps converged, the
+/// worst pin separation, the hull's distance and mean speed, the wall time. Release only
+/// (minutes):
 /// `SIGNORINI_SOLVER=spg cargo test --release --test tracked_vehicle -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn drive_five_metres() {
     let name = std::env::var("SIGNORINI_SOLVER").unwrap_or_else(|_| "apgd".into());
-    let (mut s, hull, mut solver) = vehicle(&name);
+    let sets: Vec<_> = std::env::var("SIGNORINI_STEPS")
+        .map(|n| ("run.steps".to_string(), n))
+        .into_iter()
+        .collect();
+    let (mut s, hull, mut solver) = vehicle(&name, &sets);
     let start = s.world.bodies[hull].pose.position;
     let (mut iterations, mut residuals, mut converged, mut worst) = (vec![], vec![], 0, 0.0f64);
     let clock = Instant::now();
