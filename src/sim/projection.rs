@@ -73,7 +73,7 @@ fn inverse_mass(b: &RigidBody) -> [f64; 6] {
 }
 
 /// Projects the dynamic bodies of `bodies` onto `C(q, t) = 0` of `joints` until no row's
-/// `|C|` exceeds `tol` (or [`MAX_ITERATIONS`] steps); a failed factorization is an error.
+/// `|C|` exceeds `tol` (or 10 Gauss–Newton steps); a failed factorization is an error.
 pub fn project(bodies: &mut [RigidBody], joints: &[Joint], t: f64, tol: f64) -> Result<Projection> {
     let worst = |rows: &[Row]| rows.iter().fold(0.0f64, |m, r| m.max(r.violation.abs()));
     let mut rows = joint_rows(bodies, joints, t);
