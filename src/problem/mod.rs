@@ -19,6 +19,7 @@ pub use cone::Cone;
 pub use merit::Merit;
 pub use operator::DelassusOperator;
 pub use sparse::CsrMatrix;
+pub(crate) use system::SparseLlt;
 pub use system::System;
 
 /// Where a problem comes from; it selects the Siconos error measure of the problem's class.

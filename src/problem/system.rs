@@ -245,16 +245,19 @@ fn estimate(p: &Problem) -> Option<u64> {
     limits::total(&[vectors, operator])
 }
 
-/// A sparse Cholesky factor `H = L Lᵀ` of the lower triangle of `H` (faer, AMD ordering).
-struct SparseLlt {
+/// A sparse Cholesky factor `A = L Lᵀ` of the lower triangle of a symmetric positive
+/// definite `A` (faer, AMD ordering): `H` of a global problem, or the joints' `J M⁻¹ Jᵀ + εI`
+/// of the position projection (`crate::sim::projection`).
+pub(crate) struct SparseLlt {
     symbolic: SymbolicCholesky<usize>,
     values: Vec<f64>,
 }
 
 impl SparseLlt {
-    /// Factors the lower triangle of `h`; the factor's size is checked against `limits`
-    /// before its values are allocated.
-    fn new(h: &CsrMatrix, limits: &Limits) -> Result<Self> {
+    /// Factors the lower triangle of `h`, named `name` in errors; the factor's size is
+    /// checked against `limits` before its values are allocated. A matrix that is not
+    /// positive definite is an [`Error::Factorization`].
+    pub(crate) fn new(h: &CsrMatrix, limits: &Limits, name: &str) -> Result<Self> {
         let n = h.nrows;
         let lower: Vec<Triplet<usize, usize, f64>> = (0..n)
             .flat_map(|i| {
@@ -265,7 +268,7 @@ impl SparseLlt {
                     .map(move |(&j, &v)| Triplet::new(i, j, v))
             })
             .collect();
-        let not_factored = |e: String| Error::Factorization(format!("H: {e}"));
+        let not_factored = |e: String| Error::Factorization(format!("{name}: {e}"));
         let a = SparseColMat::<usize, f64>::try_new_from_triplets(n, n, &lower)
             .map_err(|e| not_factored(format!("{e:?}")))?;
         let symbolic = factorize_symbolic_cholesky(
@@ -276,7 +279,12 @@ impl SparseLlt {
         )
         .map_err(|e| not_factored(format!("{e:?}")))?;
         limits.check(
-            || format!("the Cholesky factor of H ({n}×{n}, {} entries)", h.nnz()),
+            || {
+                format!(
+                    "the Cholesky factor of {name} ({n}×{n}, {} entries)",
+                    h.nnz()
+                )
+            },
             limits::bytes_of(symbolic.len_val(), 8),
         )?;
         let mut values = vec![0.0; symbolic.len_val()];
@@ -293,18 +301,12 @@ impl SparseLlt {
                 MemStack::new(&mut mem),
                 Default::default(),
             )
-            .map_err(|_| {
-                Error::Factorization(
-                    "H is not positive definite: the global problem cannot be reduced to \
-                     N = J H⁻¹ Jᵀ"
-                        .into(),
-                )
-            })?;
+            .map_err(|_| Error::Factorization(format!("{name} is not positive definite")))?;
         Ok(SparseLlt { symbolic, values })
     }
 
-    /// `x ← H⁻¹ x`.
-    fn solve(&self, x: &mut [f64]) {
+    /// `x ← A⁻¹ x`.
+    pub(crate) fn solve(&self, x: &mut [f64]) {
         let n = x.len();
         let mut mem = MemBuffer::new(self.symbolic.solve_in_place_scratch::<f64>(1, Par::Seq));
         LltRef::new(&self.symbolic, &self.values).solve_in_place_with_conj(
@@ -343,7 +345,12 @@ fn reduce_global(g: &Global, limits: &Limits) -> Result<(CsrMatrix, Vec<f64>, Sp
             format!("is not symmetric (max |H − Hᵀ| = {asym:e})"),
         ));
     }
-    let factor = SparseLlt::new(h, limits)?;
+    let factor = SparseLlt::new(h, limits, "H").map_err(|e| match e {
+        Error::Factorization(m) => Error::Factorization(format!(
+            "{m}: the global problem cannot be reduced to N = J H⁻¹ Jᵀ"
+        )),
+        other => other,
+    })?;
     let (m, ndof) = (g.j.nrows, h.nrows);
     let jt = g.j.transpose();
     let mut triplets = Vec::new();

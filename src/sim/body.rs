@@ -167,12 +167,26 @@ impl RigidBody {
         [v.x, v.y, v.z, w.x, w.y, w.z]
     }
 
+    /// The change of generalized velocity an impulse `p` (world frame, N·s) at the world
+    /// point `at` gives the body: `Δv = p / m`, `Δω = I⁻¹ Rᵀ (r × p)` (body frame).
+    pub fn velocity_change(&self, at: &Vector3<f64>, p: &Vector3<f64>) -> [f64; 6] {
+        let dv = p / self.mass;
+        let torque = self.pose.orientation.inverse() * (at - self.pose.position).cross(p);
+        let dw = torque.component_div(&self.inertia);
+        [dv.x, dv.y, dv.z, dw.x, dw.y, dw.z]
+    }
+
     /// Advances the pose over `h` with the current velocities: `x ← x + h v` and the
     /// exponential-map rotation update `q ← q ⊗ exp(h ω_body)` (thesis eq. 3.1).
     pub fn integrate(&mut self, h: f64) {
-        self.pose.position += h * self.velocity;
-        let rotation = UnitQuaternion::from_scaled_axis(h * self.angular_velocity);
-        self.pose.orientation *= rotation;
+        self.displace(&(h * self.velocity), &(h * self.angular_velocity));
+    }
+
+    /// Moves the body by `dx` (world frame) and turns it by the rotation vector `dtheta`
+    /// (body frame): `q ← q ⊗ exp(dθ)`.
+    pub fn displace(&mut self, dx: &Vector3<f64>, dtheta: &Vector3<f64>) {
+        self.pose.position += dx;
+        self.pose.orientation *= UnitQuaternion::from_scaled_axis(*dtheta);
     }
 
     /// For a kinematic body: the pose at time `t` and the mean velocity over `[t, t + h]`, so

@@ -6,9 +6,11 @@ pub mod body;
 pub mod collision;
 pub mod fe;
 pub mod joint;
+pub mod projection;
 pub mod resident;
 pub mod scene;
 pub mod shape;
+pub mod spring;
 pub mod stats;
 pub mod world;
 
@@ -16,5 +18,6 @@ pub use body::{Motion, Oscillation, RigidBody};
 pub use joint::{Joint, JointKind};
 pub use resident::Resident;
 pub use shape::{Pose, Shape};
+pub use spring::Spring;
 pub use stats::StepStats;
 pub use world::{StepSettings, World};

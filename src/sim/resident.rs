@@ -29,10 +29,13 @@ pub const CONTACTS_PER_SPHERE: u32 = 4;
 
 /// Why `world` cannot be stepped by the GPU-resident pipeline, or `None` when it can: its
 /// dynamic bodies must be spheres, every other body a (fixed or kinematic) plane, and it
-/// must have no joints.
+/// must have no joints or springs.
 pub fn unqualified(world: &World) -> Option<String> {
     if !world.joints.is_empty() {
         return Some("the scene has joints".into());
+    }
+    if !world.springs.is_empty() {
+        return Some("the scene has springs".into());
     }
     if !world.solids.is_empty() {
         return Some("the scene has finite elements".into());

@@ -15,6 +15,8 @@ use super::collision::{self, Contact};
 use super::fe::Solid;
 use super::fe::assembly::{self as fe_assembly, NodeContact, NodeKey};
 use super::joint::{ConstraintRow, Joint, point_row, tangent_frame};
+use super::projection;
+use super::spring::Spring;
 use crate::error::Result;
 use crate::problem::{
     Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System,
@@ -56,6 +58,13 @@ pub struct StepSettings {
     /// ([`Settings::certify`], `simulate --certify`); off, the step's residual is the GPU's
     /// own `f32` measure and the host spends nothing on it.
     pub certify: bool,
+    /// Project the positions of jointed bodies back onto their joints after each step
+    /// (post-stabilization, [`super::projection`]); without it the joints drift by what the
+    /// solver leaves of their rows.
+    pub joint_projection: bool,
+    /// Largest violation `|C|` of a joint row the projection leaves, m (rad for angular
+    /// rows).
+    pub joint_projection_tol: f64,
 }
 
 impl Default for StepSettings {
@@ -74,6 +83,8 @@ impl Default for StepSettings {
             max_iter: 500,
             omega: None,
             certify: false,
+            joint_projection: true,
+            joint_projection_tol: 1e-6,
         }
     }
 }
@@ -106,6 +117,8 @@ pub struct World {
     /// Deformable solids of finite elements: with any, each step's problem is in the global
     /// form ([`fe_assembly::global`]).
     pub solids: Vec<Solid>,
+    /// Spring-dampers, explicit forces of the step.
+    pub springs: Vec<Spring>,
     /// Simulated time, s.
     pub time: f64,
     /// Steps taken.
@@ -218,6 +231,7 @@ impl World {
             bodies,
             joints,
             solids: Vec::new(),
+            springs: Vec::new(),
             time: 0.0,
             steps: 0,
             settings,
@@ -313,13 +327,23 @@ impl World {
         let gravity = Vector3::from(self.settings.gravity);
         let mut dynamic_index = Vec::with_capacity(self.bodies.len());
         let mut bodies = Vec::new();
-        for b in &self.bodies {
+        // The springs' impulses over the step, `h M⁻¹ f`, per body.
+        let mut pushed = vec![[0.0; 6]; self.bodies.len()];
+        for f in self.springs.iter().flat_map(|s| s.forces(&self.bodies)) {
+            let body = &self.bodies[f.body];
+            if body.is_dynamic() {
+                let dv = body.velocity_change(&f.point, &(h * f.force));
+                (0..6).for_each(|c| pushed[f.body][c] += dv[c]);
+            }
+        }
+        for (b, dv) in self.bodies.iter().zip(&pushed) {
             if b.is_dynamic() {
+                let v = b.free_velocity(h, &gravity, self.settings.gyroscopic);
                 dynamic_index.push(Some(bodies.len()));
                 bodies.push(Body {
                     mass: b.mass,
                     inertia: b.inertia.into(),
-                    v_free: b.free_velocity(h, &gravity, self.settings.gyroscopic),
+                    v_free: std::array::from_fn(|c| v[c] + dv[c]),
                 });
             } else {
                 dynamic_index.push(None);
@@ -535,6 +559,14 @@ impl World {
         self.time += h;
         self.steps += 1;
         self.prescribe();
+        if self.settings.joint_projection && !self.joints.is_empty() {
+            projection::project(
+                &mut self.bodies,
+                &self.joints,
+                self.time,
+                self.settings.joint_projection_tol,
+            )?;
+        }
         let stats = StepStats {
             step: self.steps,
             time: self.time,

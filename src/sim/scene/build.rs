@@ -8,11 +8,12 @@ use nalgebra::{UnitQuaternion, Vector3};
 use super::SpecError;
 use super::spec::{
     BodySpec, ChainSpec, ContainerSpec, LatticeSpec, MaterialSpec, MotionSpec, NetSpec, NodeRegion,
-    SceneFile, StackSpec, TrackSpec, WallSpec,
+    SceneFile, StackSpec, TensionerSpec, TrackSpec, WallSpec,
 };
 use crate::sim::body::{Motion, Oscillation, RigidBody, mass_properties};
 use crate::sim::fe::{Material, Solid, TetMesh};
 use crate::sim::joint::{Joint, JointKind};
+use crate::sim::spring::Spring;
 use crate::sim::world::World;
 use crate::sim::{Pose, Shape};
 
@@ -20,6 +21,7 @@ use crate::sim::{Pose, Shape};
 struct Builder {
     bodies: Vec<RigidBody>,
     joints: Vec<Joint>,
+    springs: Vec<Spring>,
     friction: f64,
 }
 
@@ -356,8 +358,53 @@ impl Builder {
                     axis_b: [0.0, 0.0, 1.0],
                 }
             };
-            self.joint(Some(hull), b, at, kind);
+            match (&t.tensioner, w) {
+                (Some(ten), 1) => {
+                    let carrier = self.tensioner(ten, hull, at, 0.5 * t.end_wheel_radius());
+                    self.joint(Some(carrier), b, at, kind);
+                }
+                _ => self.joint(Some(hull), b, at, kind),
+            }
         }
+    }
+
+    /// The carrier of a tensioned idler whose axle is at `axle`: a sphere of radius `radius`
+    /// turned as the hull, on a prismatic joint along the hull's x axis, and the spring that
+    /// pushes it forward from a point `ten.length` behind it on the hull; returns the carrier.
+    fn tensioner(
+        &mut self,
+        ten: &TensionerSpec,
+        hull: usize,
+        axle: Vector3<f64>,
+        radius: f64,
+    ) -> usize {
+        let hull_pose = self.bodies[hull].pose;
+        let forward = hull_pose.orientation * Vector3::x();
+        let pose = Pose {
+            position: axle,
+            orientation: hull_pose.orientation,
+        };
+        let carrier = self.with_mass(Shape::Sphere { radius }, pose, ten.carrier_mass, None);
+        self.joint(
+            Some(hull),
+            carrier,
+            axle,
+            JointKind::Prismatic {
+                axis_a: [1.0, 0.0, 0.0],
+            },
+        );
+        // Compressed by preload / k at build: it pushes the carrier forward.
+        self.springs.push(Spring {
+            body_a: Some(hull),
+            body_b: carrier,
+            anchor_a: hull_pose.orientation.inverse()
+                * (axle - ten.length * forward - hull_pose.position),
+            anchor_b: Vector3::zeros(),
+            rest_length: ten.length + ten.preload / ten.stiffness,
+            stiffness: ten.stiffness,
+            damping: ten.damping,
+        });
+        carrier
     }
 }
 
@@ -408,6 +455,7 @@ pub(super) fn world(spec: &SceneFile, base: &Path) -> Result<World, SpecError> {
     let mut b = Builder {
         bodies: Vec::new(),
         joints: Vec::new(),
+        springs: Vec::new(),
         friction: spec.friction,
     };
     spec.container.iter().for_each(|c| b.container(c));
@@ -439,26 +487,44 @@ pub(super) fn world(spec: &SceneFile, base: &Path) -> Result<World, SpecError> {
         })?;
         b.track(t, hull);
     }
-    for (i, j) in spec.joint.iter().enumerate() {
+    // The body named `a` (`None`: the ground) and `b` (not the ground) of entry `i` of
+    // `section`.
+    let pair = |section: &'static str, i: usize, a: &str, b: &str| {
         let find = |name: &str, key: &str| -> Result<Option<usize>, SpecError> {
             match (name, names.get(name)) {
                 ("ground", _) => Ok(None),
                 (_, Some(&index)) => Ok(Some(index)),
                 _ => Err((
-                    Some(("joint", i)),
-                    format!("joint[{i}].{key}"),
+                    Some((section, i)),
+                    format!("{section}[{i}].{key}"),
                     format!("no [[body]] named `{name}`"),
                 )),
             }
         };
-        let a = find(&j.a, "a")?;
-        let bb = find(&j.b, "b")?.ok_or_else(|| {
+        let body_a = find(a, "a")?;
+        let body_b = find(b, "b")?.ok_or_else(|| {
             (
-                Some(("joint", i)),
-                format!("joint[{i}].b"),
+                Some((section, i)),
+                format!("{section}[{i}].b"),
                 "body B cannot be the ground".to_string(),
             )
         })?;
+        Ok::<_, SpecError>((body_a, body_b))
+    };
+    for (i, sp) in spec.spring.iter().enumerate() {
+        let (body_a, body_b) = pair("spring", i, &sp.a, &sp.b)?;
+        b.springs.push(Spring {
+            body_a,
+            body_b,
+            anchor_a: sp.anchor_a.into(),
+            anchor_b: sp.anchor_b.into(),
+            rest_length: sp.rest_length,
+            stiffness: sp.stiffness,
+            damping: sp.damping,
+        });
+    }
+    for (i, j) in spec.joint.iter().enumerate() {
+        let (a, bb) = pair("joint", i, &j.a, &j.b)?;
         // Axes are given in the world frame at creation: express them in A's frame.
         let to_a = a.map_or(UnitQuaternion::identity(), |k| {
             b.bodies[k].pose.orientation.inverse()
@@ -490,6 +556,7 @@ pub(super) fn world(spec: &SceneFile, base: &Path) -> Result<World, SpecError> {
         b.joint(a, bb, j.at.into(), kind);
     }
     let mut world = World::new(b.bodies, b.joints, spec.settings.clone());
+    world.springs = b.springs;
     world.solids = solids(spec, base)?;
     Ok(world)
 }

@@ -11,7 +11,7 @@ use crate::sim::body::mass_properties;
 use crate::sim::joint::JointKind;
 
 /// The tables of a scene file, as `SpecError` sections (for the line of a key).
-const SECTIONS: [&str; 13] = [
+const SECTIONS: [&str; 14] = [
     "settings",
     "run",
     "body",
@@ -25,6 +25,7 @@ const SECTIONS: [&str; 13] = [
     "fe_box",
     "fe_mesh",
     "track",
+    "spring",
 ];
 
 /// Memory of one body with its share of the collision grid, the problem and the outputs.

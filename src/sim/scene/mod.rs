@@ -1,5 +1,5 @@
 //! Scene files (TOML): bodies, containers, generators (lattices, stacks, chains, walls,
-//! nets, tracks) and joints, turned into a [`World`].
+//! nets, tracks), joints and springs, turned into a [`World`].
 //!
 //! A scene is a TOML document; every table rejects unknown keys, and every error names the
 //! file, the line and the key. `--set key.path=value` overrides any value before the scene
@@ -13,8 +13,8 @@ use std::path::Path;
 
 pub use spec::{
     BodySpec, ChainSpec, ContainerSpec, FeBoxSpec, FeMeshSpec, JointSpec, LatticeSpec,
-    MaterialSpec, MotionSpec, NetSpec, NodeRegion, RunSettings, SceneFile, StackSpec, TrackSpec,
-    WallSpec,
+    MaterialSpec, MotionSpec, NetSpec, NodeRegion, RunSettings, SceneFile, SpringSpec, StackSpec,
+    TensionerSpec, TrackSpec, WallSpec,
 };
 
 use super::world::World;

@@ -71,6 +71,9 @@ pub struct SceneFile {
     /// named hull.
     #[serde(default)]
     pub track: Vec<TrackSpec>,
+    /// Spring-dampers between named bodies (or the ground).
+    #[serde(default)]
+    pub spring: Vec<SpringSpec>,
     /// Deformable boxes of finite elements.
     #[serde(default)]
     pub fe_box: Vec<FeBoxSpec>,
@@ -328,6 +331,52 @@ pub struct JointSpec {
     pub kind: JointKind,
 }
 
+/// A spring-damper between two named `[[body]]` entries (`a` may be `"ground"`, the world
+/// frame): a force `k (l − l₀) + c l̇` pulling the anchors together along the line between
+/// them (pushing them apart when compressed), applied explicitly in each step's free velocity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpringSpec {
+    /// Name of body A, or `"ground"`.
+    pub a: String,
+    /// Name of body B.
+    pub b: String,
+    /// Anchor on A in A's frame (the world frame for the ground), m.
+    #[serde(default)]
+    pub anchor_a: [f64; 3],
+    /// Anchor on B in B's frame, m.
+    #[serde(default)]
+    pub anchor_b: [f64; 3],
+    /// Rest length `l₀`, m.
+    pub rest_length: f64,
+    /// Stiffness `k`, N/m.
+    pub stiffness: f64,
+    /// Damping `c`, N·s/m.
+    #[serde(default)]
+    pub damping: f64,
+}
+
+/// The tensioner of a track's idler: the idler's axle rides on a carrier (a small sphere of
+/// half the idler's radius, inside it) on a prismatic joint along the hull's x axis, pushed
+/// forward by a spring-damper from the hull, compressed by `preload` at build (the track's
+/// tension once the idler bears on the shoes).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensionerSpec {
+    /// Stiffness of the spring, N/m.
+    pub stiffness: f64,
+    /// Damping of the spring, N·s/m.
+    #[serde(default)]
+    pub damping: f64,
+    /// Force of the spring at build, N.
+    pub preload: f64,
+    /// Length of the spring at build: its anchor on the hull is this far behind the idler's
+    /// axle, m.
+    pub length: f64,
+    /// Mass of the carrier, kg.
+    pub carrier_mass: f64,
+}
+
 /// A track in the vertical plane `y = center[1]` (world x forward, z up) on the `[[body]]`
 /// named `hull`: a closed loop of box shoes pinned by revolute joints (axis y), wrapped
 /// around a sprocket (rear, at `center.x − D/2`) and an idler (front, at `center.x + D/2`),
@@ -337,8 +386,9 @@ pub struct JointSpec {
 /// `ρ = pitch / (2 sin(π / (2 · shoes_per_half_turn)))` and the loop closes exactly. The
 /// sprocket and the idler are cylinders of radius `ρ cos(π / (2 · shoes_per_half_turn)) −
 /// shoe[2] − 0.005` (touching the middle of the wrapped shoes' inner faces, 5 mm apart);
-/// the road wheels touch the lower run's inner faces. The idler and the road wheels turn on
-/// revolute joints to the hull (a rigid idler: no tensioner spring), the sprocket on a
+/// the road wheels touch the lower run's inner faces. The road wheels turn on revolute
+/// joints to the hull, the idler on one to the hull too, or, with a `tensioner`, to a
+/// spring-loaded carrier sliding along the hull's x axis; the sprocket turns on a
 /// prescribed joint (a motor) at `sprocket_speed` about +y, which drives the hull towards
 /// +x. Every wheel is `2 · wheel_half_width` wide.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -371,6 +421,9 @@ pub struct TrackSpec {
     /// Friction coefficient of the shoes and wheels (default: the scene's).
     #[serde(default)]
     pub friction: Option<f64>,
+    /// The idler's tensioner (default: none, the idler turns on the hull).
+    #[serde(default)]
+    pub tensioner: Option<TensionerSpec>,
 }
 
 impl TrackSpec {
@@ -570,6 +623,11 @@ impl SceneFile {
             st.contact_compliance,
         )?;
         non_negative(set, "settings.tol".into(), st.tol)?;
+        positive(
+            set,
+            "settings.joint_projection_tol".into(),
+            st.joint_projection_tol,
+        )?;
         if st.max_iter == 0 {
             return Err((
                 set,
@@ -722,6 +780,24 @@ impl SceneFile {
                     "the wheels do not fit inside the loop of shoes".into(),
                 ));
             }
+            if let Some(ten) = &t.tensioner {
+                for (k, v) in [
+                    ("stiffness", ten.stiffness),
+                    ("length", ten.length),
+                    ("carrier_mass", ten.carrier_mass),
+                ] {
+                    positive(sec, key(&format!("tensioner.{k}")), v)?;
+                }
+                for (k, v) in [("damping", ten.damping), ("preload", ten.preload)] {
+                    non_negative(sec, key(&format!("tensioner.{k}")), v)?;
+                }
+            }
+        }
+        for (i, sp) in self.spring.iter().enumerate() {
+            let sec = Some(("spring", i));
+            non_negative(sec, format!("spring[{i}].rest_length"), sp.rest_length)?;
+            non_negative(sec, format!("spring[{i}].stiffness"), sp.stiffness)?;
+            non_negative(sec, format!("spring[{i}].damping"), sp.damping)?;
         }
         for (i, b) in self.fe_box.iter().enumerate() {
             let sec = Some(("fe_box", i));
