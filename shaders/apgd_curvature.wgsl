@@ -13,17 +13,19 @@
 @compute @workgroup_size(256)
 fn main(
     @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     var p = zero_partial();
-    let i = gid.x;
+    let i = flat_index(gid, nwg);
     if i < params.n_rows {
         let di = d[i];
         p.sums = vec4<f32>(di * ad[i], di * di, g_y[i] * (x_new[i] - x[i]), 0.0);
     }
     let total = workgroup_reduce(lid.x, p);
-    if lid.x == 0u {
-        parts[wid.x] = total;
+    let group = flat_group(wid, nwg);
+    if lid.x == 0u && group < arrayLength(&parts) {
+        parts[group] = total;
     }
 }

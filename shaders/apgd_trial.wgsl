@@ -10,8 +10,11 @@
 @group(0) @binding(6) var<storage, read_write> d: array<f32>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let k = gid.x;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let k = flat_index(gid, nwg);
     if k >= params.n_blocks {
         return;
     }

@@ -23,8 +23,11 @@ fn side_product(k: u32, blk: GpuBlock, side: u32, a: u32, b: u32) -> f32 {
 }
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let k = gid.x;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let k = flat_index(gid, nwg);
     if k >= params.n_blocks {
         return;
     }

@@ -2,6 +2,17 @@
 // Keep the structs in sync with `src/gpu/data.rs` (same names, fields and order).
 
 const WORKGROUP: u32 = 256u;
+
+// The index of an invocation, and of its workgroup, in a dispatch grid of `nwg` workgroups:
+// two-dimensional when a domain exceeds 65535 workgroups (`kernels::grid`). Invocations past
+// a domain's end are guarded by each kernel.
+fn flat_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return gid.x + gid.y * nwg.x * WORKGROUP;
+}
+
+fn flat_group(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return wid.x + wid.y * nwg.x;
+}
 // Slots of the `scalars` buffer (reduction results): keep in sync with `SLOT_*`.
 const SLOT_RESIDUAL: u32 = 0u;
 const SLOT_A: u32 = 1u;

@@ -7,8 +7,11 @@
 @group(0) @binding(3) var<storage, read_write> dst: array<f32>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let i = flat_index(gid, nwg);
     if i < params.n_rows && monitor.improved == 1u {
         dst[i] = src[i];
     }

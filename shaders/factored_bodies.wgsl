@@ -11,9 +11,13 @@
 @group(0) @binding(5) var<storage, read_write> w: array<f32>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x / 6u;
-    let c = gid.x % 6u;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let g = flat_index(gid, nwg);
+    let i = g / 6u;
+    let c = g % 6u;
     if i >= params.n_bodies {
         return;
     }

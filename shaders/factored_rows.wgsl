@@ -22,8 +22,11 @@ fn dot6(k: u32, slot: u32, body: u32) -> f32 {
 }
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let k = gid.x;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let k = flat_index(gid, nwg);
     if k >= params.n_blocks {
         return;
     }

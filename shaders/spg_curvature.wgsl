@@ -11,18 +11,20 @@
 @compute @workgroup_size(256)
 fn main(
     @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     var p = zero_partial();
-    let i = gid.x;
+    let i = flat_index(gid, nwg);
     if i < params.n_rows {
         let di = d[i];
         let ai = ad[i];
         p.sums = vec4<f32>(di * ai, di * precond[i] * di, ai * ai / precond[i], 0.0);
     }
     let total = workgroup_reduce(lid.x, p);
-    if lid.x == 0u {
-        parts[wid.x] = total;
+    let group = flat_group(wid, nwg);
+    if lid.x == 0u && group < arrayLength(&parts) {
+        parts[group] = total;
     }
 }

@@ -18,11 +18,12 @@
 @compute @workgroup_size(256)
 fn main(
     @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     var p = zero_partial();
-    let k = gid.x;
+    let k = flat_index(gid, nwg);
     let fallback = cfg.fallback == 1u;
     let enabled = !fallback || scalars[SLOT_A].sums.x >= 0.0;
     if k < params.n_blocks && enabled {
@@ -52,7 +53,8 @@ fn main(
         }
     }
     let total = workgroup_reduce(lid.x, p);
-    if lid.x == 0u {
-        parts[wid.x] = total;
+    let group = flat_group(wid, nwg);
+    if lid.x == 0u && group < arrayLength(&parts) {
+        parts[group] = total;
     }
 }

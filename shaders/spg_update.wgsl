@@ -9,8 +9,11 @@
 @group(0) @binding(5) var<storage, read_write> g: array<f32>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let i = flat_index(gid, nwg);
     let lambda = state.lambda;
     if i < params.n_rows && lambda != 0.0 {
         x[i] = x[i] + lambda * d[i];

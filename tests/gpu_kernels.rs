@@ -812,3 +812,54 @@ fn host_structs_match_the_shaders() {
     // The history holds MAX_GLL values on both sides.
     assert_eq!(size_of::<SpgState>(), 32 + 4 * MAX_GLL);
 }
+
+/// A domain past one dispatch row ([`kernels::MAX_WORKGROUPS`] workgroups) runs on a
+/// two-dimensional grid: the three passes of the step's prefix sums over 16.8 M counts (their
+/// flat invocation and workgroup indices) give the exact exclusive sums.
+#[test]
+fn prefix_sums_past_one_dispatch_row_are_exact() {
+    let Some(ctx) = context() else { return };
+    let n = kernels::MAX_WORKGROUPS * kernels::WORKGROUP + 12_345;
+    let groups = n.div_ceil(kernels::WORKGROUP);
+    assert!(kernels::grid(groups)[1] > 1, "a two-dimensional grid");
+    let mut rng = Rng(5);
+    let counts: Vec<u32> = (0..n).map(|_| (rng.next() % 4) as u32).collect();
+    let span = |count: u32| Span {
+        count,
+        keys: 0,
+        mode: 0,
+        pad: 0,
+    };
+    let starts = vec![0u32; n as usize + 1];
+    let totals = vec![0u32; groups as usize];
+    let run = |kernel: &Kernel, items: u32, contents: &[&[u8]]| {
+        dispatch_once(&ctx, kernel, items, contents).unwrap()
+    };
+    let local = run(
+        &kernels::STEP_SCAN_LOCAL,
+        n,
+        &[
+            bytemuck::bytes_of(&span(n)),
+            &bytes(&counts),
+            &bytes(&starts),
+            &bytes(&totals),
+        ],
+    );
+    let summed = run(
+        &kernels::STEP_SCAN_TOTALS,
+        1,
+        &[bytemuck::bytes_of(&span(groups)), &local[3]],
+    );
+    let added = run(
+        &kernels::STEP_SCAN_ADD,
+        n,
+        &[bytemuck::bytes_of(&span(n)), &summed[1], &local[2]],
+    );
+    let gpu: &[u32] = bytemuck::cast_slice(&added[2]);
+    let mut acc = 0u32;
+    for (i, &c) in counts.iter().enumerate() {
+        assert_eq!(gpu[i], acc, "exclusive sum {i}");
+        acc += c;
+    }
+    assert_eq!(gpu[n as usize], acc, "the total");
+}

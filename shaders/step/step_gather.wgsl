@@ -18,8 +18,11 @@
 @group(0) @binding(6) var<storage, read_write> w: array<f32>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let i = flat_index(gid, nwg);
     if i >= params.n_bodies {
         return;
     }

@@ -10,8 +10,11 @@
 @group(0) @binding(3) var<storage, read_write> bodies: array<GpuBody>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let i = flat_index(gid, nwg);
     if i >= params.n_bodies || offsets[params.n_bodies] > params.capacity {
         return;
     }

@@ -14,8 +14,11 @@
 @group(0) @binding(7) var<storage, read_write> gamma_out: array<f32>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let k = gid.x;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let k = flat_index(gid, nwg);
     if k >= solver.n_blocks {
         return;
     }

@@ -12,8 +12,11 @@
 @group(0) @binding(6) var<storage, read_write> prev_gamma: array<f32>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let i = flat_index(gid, nwg);
     let count = offsets[params.n_bodies];
     if count > params.capacity {
         return;

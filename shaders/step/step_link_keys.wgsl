@@ -9,8 +9,11 @@
 @group(0) @binding(3) var<storage, read_write> keys: array<u32>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let e = gid.x;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let e = flat_index(gid, nwg);
     if e >= 2u * params.capacity {
         return;
     }

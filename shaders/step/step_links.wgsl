@@ -8,8 +8,11 @@
 @group(0) @binding(3) var<storage, read_write> links: array<GpuLink>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let l = gid.x;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let l = flat_index(gid, nwg);
     if l >= starts[params.n_bodies] {
         return;
     }

@@ -10,10 +10,11 @@
 @compute @workgroup_size(256)
 fn main(
     @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let i = gid.x;
+    let i = flat_index(gid, nwg);
     var v = 0u;
     if i < span.count {
         v = counts[i];
@@ -25,7 +26,8 @@ fn main(
     if i == 0u {
         starts[0] = 0u;
     }
-    if lid.x == WORKGROUP - 1u {
-        totals[wid.x] = sum;
+    let group = flat_group(wid, nwg);
+    if lid.x == WORKGROUP - 1u && group < arrayLength(&totals) {
+        totals[group] = sum;
     }
 }

@@ -6,8 +6,11 @@
 @group(0) @binding(2) var<storage, read_write> counts: array<atomic<u32>>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let i = flat_index(gid, nwg);
     if i >= span.count {
         return;
     }

@@ -21,10 +21,11 @@ fn non_finite3(v: vec3<f32>) -> f32 {
 @compute @workgroup_size(256)
 fn main(
     @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let i = gid.x;
+    let i = flat_index(gid, nwg);
     var p = zero_partial();
     if i < params.n_bodies {
         let b = bodies[i];
@@ -44,7 +45,8 @@ fn main(
         p.maxes = vec4<f32>(pen, 0.0, 0.0, 0.0);
     }
     let total = workgroup_reduce(lid.x, p);
-    if lid.x == 0u {
-        parts[wid.x] = total;
+    let group = flat_group(wid, nwg);
+    if lid.x == 0u && group < arrayLength(&parts) {
+        parts[group] = total;
     }
 }

@@ -18,8 +18,11 @@ fn below(a: GpuContact, owner: u32, other: u32) -> bool {
 }
 
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let k = gid.x;
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let k = flat_index(gid, nwg);
     let count = offsets[params.n_bodies];
     if count > params.capacity || k >= count {
         return;

@@ -6,11 +6,10 @@ use std::time::Instant;
 use wgpu::util::DeviceExt;
 
 use super::context::GpuContext;
-use super::kernels::MAX_WORKGROUPS;
+use super::kernels::{WORKGROUP, grid};
 use crate::error::{Error, Result};
 
 const COPY: &str = include_str!("../../shaders/copy.wgsl");
-const WORKGROUP: u64 = 256;
 
 /// A bandwidth measurement.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,10 +62,7 @@ pub fn measure(ctx: &GpuContext, bytes: u64, copies: usize, repeats: usize) -> R
             },
         ],
     });
-    // A two-dimensional grid: one dimension holds at most MAX_WORKGROUPS workgroups.
-    let groups = (bytes / 16).div_ceil(WORKGROUP);
-    let gx = groups.min(u64::from(MAX_WORKGROUPS));
-    let (gx, gy) = (gx as u32, groups.div_ceil(gx) as u32);
+    let [gx, gy, _] = grid((bytes / 16).div_ceil(u64::from(WORKGROUP)) as u32);
     let submit = |n: usize| -> Result<f64> {
         let mut encoder = device.create_command_encoder(&Default::default());
         {

@@ -144,9 +144,22 @@ pub struct Kernel {
 /// Invocations per workgroup of every kernel (`WORKGROUP` in `shaders/common.wgsl`).
 pub const WORKGROUP: u32 = 256;
 
-/// The most workgroups of one dispatch (`max_compute_workgroups_per_dimension` of every
-/// adapter): a domain holds at most `WORKGROUP` times this many items.
+/// The most workgroups along one dimension of a dispatch
+/// (`max_compute_workgroups_per_dimension` of every adapter): a larger domain is dispatched
+/// as a two-dimensional grid ([`grid`]), which the kernels flatten (`flat_index` and
+/// `flat_group` in `shaders/common.wgsl`).
 pub const MAX_WORKGROUPS: u32 = 65_535;
+
+/// The dispatch grid `[x, y, 1]` of `groups` workgroups: one row while they fit in
+/// [`MAX_WORKGROUPS`], otherwise the fewest rows of at most that many, as even as they can
+/// be (fewer than `y` workgroups past the end; the kernels guard their items).
+pub fn grid(groups: u32) -> [u32; 3] {
+    if groups == 0 {
+        return [0, 1, 1];
+    }
+    let y = groups.div_ceil(MAX_WORKGROUPS);
+    [groups.div_ceil(y), y, 1]
+}
 
 /// The workgroup tree reduction, prepended to the kernels that produce partials.
 const TREE: &str = include_str!("../../shaders/tree.wgsl");
@@ -511,11 +524,12 @@ impl Kernel {
         format!("{}\n{}", super::context::COMMON, self.source())
     }
 
-    /// Workgroups of one dispatch over `items` invocations of the kernel's domain.
-    pub fn workgroups(&self, items: u32) -> u32 {
+    /// The workgroup grid of one dispatch over `items` invocations of the kernel's domain
+    /// ([`grid`]).
+    pub fn workgroups(&self, items: u32) -> [u32; 3] {
         match self.domain {
-            Domain::Single => 1,
-            _ => items.div_ceil(WORKGROUP),
+            Domain::Single => [1, 1, 1],
+            _ => grid(items.div_ceil(WORKGROUP)),
         }
     }
 

@@ -14,7 +14,6 @@ use super::stats::StepStats;
 use super::world::World;
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
-use crate::gpu::kernels::{MAX_WORKGROUPS, WORKGROUP};
 use crate::gpu::step::{
     Assembly, DeviceExec, Executor, GpuBody, GpuContact, GpuPlane, GpuStepStats, StepParams,
     StepPipeline, StepSolver,
@@ -246,8 +245,8 @@ impl<E: Executor> Resident<E> {
         if n > most_spheres {
             return Err(Error::Gpu(format!(
                 "{n} spheres exceed what the GPU-resident step holds on this device \
-                 (max_storage_buffer_binding_size = {limit} bytes, one dispatch = \
-                 {MAX_WORKGROUPS} × {WORKGROUP} invocations): at most {most_spheres} spheres fit"
+                 (max_storage_buffer_binding_size = {limit} bytes, u32 indices): at most \
+                 {most_spheres} spheres fit"
             )));
         }
         let capacity = per_sphere.max(1) * n as u32;
@@ -468,12 +467,12 @@ impl<E: Executor> Resident<E> {
 
 /// The most spheres the GPU-resident step holds with a device storage binding of `limit`
 /// bytes at its initial room: the largest buffers hold 32 bytes per contact of room
-/// ([`CONTACTS_PER_SPHERE`] per sphere), the widest dispatch the link entries (2 per
-/// contact).
+/// ([`CONTACTS_PER_SPHERE`] per sphere), and the widest domain, 3 rows per contact of room,
+/// must keep `u32` indices (a dispatch's grid is two-dimensional past
+/// [`crate::gpu::kernels::MAX_WORKGROUPS`] workgroups).
 pub fn largest_scene(limit: u64) -> u64 {
     let per_sphere_bytes = u64::from(CONTACTS_PER_SPHERE) * 32;
     let by_memory = limit / per_sphere_bytes;
-    let by_dispatch =
-        u64::from(MAX_WORKGROUPS) * u64::from(WORKGROUP) / u64::from(2 * CONTACTS_PER_SPHERE);
-    by_memory.min(by_dispatch)
+    let by_index = u64::from(u32::MAX) / u64::from(3 * CONTACTS_PER_SPHERE);
+    by_memory.min(by_index)
 }

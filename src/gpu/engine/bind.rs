@@ -14,7 +14,8 @@ pub(crate) struct Step {
     name: &'static str,
     pipeline: wgpu::ComputePipeline,
     group: wgpu::BindGroup,
-    workgroups: u32,
+    /// The workgroup grid (`x`, `y`, `z`).
+    workgroups: [u32; 3],
     /// Where the workgroup counts are read at run time instead (buffer, byte offset): an
     /// indirect dispatch.
     indirect: Option<(wgpu::Buffer, u64)>,
@@ -103,12 +104,13 @@ pub(crate) fn record_timed<'s>(
         timestamp_writes: timestamps,
     });
     for step in steps {
-        if step.workgroups > 0 {
+        let [x, y, z] = step.workgroups;
+        if x > 0 {
             pass.set_pipeline(&step.pipeline);
             pass.set_bind_group(0, &step.group, &[]);
             match &step.indirect {
                 Some((args, offset)) => pass.dispatch_workgroups_indirect(args, *offset),
-                None => pass.dispatch_workgroups(step.workgroups, 1, 1),
+                None => pass.dispatch_workgroups(x, y, z),
             }
         }
     }

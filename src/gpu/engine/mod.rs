@@ -20,8 +20,8 @@ use buffers::{MONITOR_BYTES, Shape, Shared};
 use super::context::GpuContext;
 use super::data::{Monitor, ProblemData, Reduce, SLOT_RESIDUAL};
 use super::kernels::{
-    Access, COPY_IF, CSR_ROWS, Domain, FACTORED_BODIES, FACTORED_ROWS, Kernel, MAX_WORKGROUPS,
-    MEASURE, REDUCE, RESIDUAL, WORKGROUP,
+    Access, COPY_IF, CSR_ROWS, Domain, FACTORED_BODIES, FACTORED_ROWS, Kernel, MEASURE,
+    REDUCE, RESIDUAL, WORKGROUP,
 };
 use crate::error::{Error, Result};
 
@@ -57,13 +57,15 @@ pub(crate) struct Engine {
 impl Engine {
     /// Creates the buffers of `data`, with `room` times its sizes (at least 1: later
     /// problems up to that size reuse them, [`Engine::fits`]), and uploads it. A buffer larger
-    /// than one storage binding, or a domain larger than one dispatch, is an [`Error::Gpu`]
-    /// naming the limit.
+    /// than one storage binding, or a domain past `u32` indices, is an [`Error::Gpu`] naming
+    /// the limit.
     pub(crate) fn new(ctx: &GpuContext, data: &ProblemData, room: f64) -> Result<Self> {
         let device = ctx.device.clone();
         let limit = device.limits().max_storage_buffer_binding_size;
         let shape = Shape::of(data);
-        let most = u64::from(MAX_WORKGROUPS) * u64::from(WORKGROUP);
+        // A dispatch's grid is two-dimensional past `MAX_WORKGROUPS` workgroups: what bounds
+        // a domain is its `u32` indices.
+        let most = u64::from(u32::MAX);
         let mut capacity = shape.grown(room);
         for (what, n) in [
             ("body components (6 per body)", 6 * u64::from(shape.bodies)),
@@ -72,15 +74,12 @@ impl Engine {
         ] {
             if n > most {
                 return Err(Error::Gpu(format!(
-                    "{n} {what} exceed one dispatch of the GPU kernels ({MAX_WORKGROUPS} \
-                     workgroups of {WORKGROUP} invocations = {most})"
+                    "{n} {what} exceed the GPU kernels' u32 indices ({most} at most)"
                 )));
             }
         }
-        // The room never takes a domain past one dispatch.
+        // The room never takes a domain past the indices.
         capacity.bodies = capacity.bodies.min((most / 6) as u32).max(shape.bodies);
-        capacity.blocks = capacity.blocks.min(most as u32).max(shape.blocks);
-        capacity.rows = capacity.rows.min(most as u32).max(shape.rows);
         let staging = Staging::new(
             &device,
             (4 * u64::from(capacity.rows)).max(2 * MONITOR_BYTES),

@@ -11,7 +11,7 @@ use crate::gpu::data::{
     SLOTS, SpgState,
 };
 use crate::gpu::kernels::{
-    APGD_CURVATURE, APGD_SCALARS, APGD_TRIAL, APGD_UPDATE, COPY_IF, Kernel, MAX_WORKGROUPS,
+    APGD_CURVATURE, APGD_SCALARS, APGD_TRIAL, APGD_UPDATE, COPY_IF, Kernel,
     MEASURE, REDUCE, RESIDUAL, SPG_CURVATURE, SPG_DIRECTION, SPG_SCALARS, SPG_UPDATE,
     STEP_APGD_START, STEP_CONTACT_ROWS, STEP_GATE, STEP_GATHER, STEP_GRID, STEP_INTEGRATE,
     STEP_JACOBI, STEP_KEEP, STEP_LINK_KEYS, STEP_NARROW, STEP_PRECOND, STEP_ROWS, STEP_SCAN_ADD,
@@ -689,22 +689,23 @@ impl Schedule {
         let iterations = params.max_iter as usize;
         let n = params.n_bodies;
         let capacity = params.capacity;
-        let most = u64::from(MAX_WORKGROUPS) * u64::from(WORKGROUP);
         // The rows' dispatches of `spg-gpu` and `apgd-gpu` (`dim` per contact).
         let rows_dispatched = match method {
             StepSolver::Jacobi => 0,
-            _ => u64::from(params.dim * capacity),
+            _ => u64::from(params.dim) * u64::from(capacity),
         };
+        // A dispatch's grid is two-dimensional past `MAX_WORKGROUPS` workgroups; what bounds a
+        // domain is its `u32` indices.
         for (what, items) in [
             ("link entries (2 per contact)", 2 * u64::from(capacity)),
             ("contact rows", rows_dispatched),
             ("spheres", u64::from(n) + 1),
             ("grid buckets", u64::from(params.mask) + 1),
         ] {
-            if items > most {
+            if items > u64::from(u32::MAX) {
                 return Err(Error::Gpu(format!(
-                    "{items} {what} exceed one dispatch of the time step's kernels \
-                     ({MAX_WORKGROUPS} workgroups of {WORKGROUP} invocations = {most})"
+                    "{items} {what} exceed the time step's u32 indices ({} at most)",
+                    u32::MAX
                 )));
             }
         }
@@ -835,17 +836,9 @@ impl Schedule {
         let rows_items = params.dim * capacity;
         let full = [
             STEP_GATHER.workgroups(n),
-            1,
-            1,
             STEP_JACOBI.workgroups(capacity),
-            1,
-            1,
-            1,
-            1,
-            1,
+            [1, 1, 1],
             SPG_CURVATURE.workgroups(rows_items),
-            1,
-            1,
         ];
         let args_full = b.filled("args_full", bytemuck::cast_slice(&full).to_vec())?;
         let args = b.storage("args", 48)?;
