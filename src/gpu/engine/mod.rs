@@ -20,8 +20,8 @@ use buffers::{MONITOR_BYTES, Shape, Shared};
 use super::context::GpuContext;
 use super::data::{Monitor, ProblemData, Reduce, SLOT_RESIDUAL};
 use super::kernels::{
-    Access, COPY_IF, CSR_ROWS, Domain, FACTORED_BODIES, FACTORED_ROWS, Kernel, MEASURE,
-    REDUCE, RESIDUAL, WORKGROUP,
+    Access, COPY_IF, CSR_ROWS, Domain, FACTORED_BODIES, FACTORED_ROWS, Kernel, MEASURE, REDUCE,
+    RESIDUAL, WORKGROUP,
 };
 use crate::error::{Error, Result};
 
