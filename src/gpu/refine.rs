@@ -313,6 +313,8 @@ impl Correction {
     /// correction's relative residual estimates the problem's after the round).
     fn data(&self, sys: &System, data: &ProblemData, scale: f64) -> Result<ProblemData> {
         let mut out = data.clone();
+        // δ starts at (nearly) 0: the divergence test measures it against the base.
+        out.gamma_scale = self.base.iter().fold(0.0f64, |m, x| m.max(x.abs()));
         for (b, l) in out.blocks.iter_mut().zip(&self.local) {
             match l {
                 Local::Apex => {}
@@ -329,8 +331,17 @@ impl Correction {
                 (_, eta) if eta > 0.0 => PROX / eta,
                 _ => 0.0,
             };
+            let mut added = 0.0f64;
             for i in sys.block_range(k) {
                 out.compliance[i] = (sys.compliance()[i] + self.curvature[i] + prox) as f32;
+                added = added.max(self.curvature[i]);
+            }
+            // Jacobi's step of the block (the device recomputes it on a factored problem,
+            // with the compliance): what the correction adds to the diagonal raises the
+            // block's largest eigenvalue by at most its largest entry (Weyl), and a face whose
+            // curvature `λ / ‖t‖` exceeds `2 / (ω η_k)` diverges with the bare block's step.
+            if data.eta[k] > 0.0 {
+                out.blocks[k].eta = (1.0 / (1.0 / data.eta[k] + added + prox)) as f32;
             }
         }
         out.gamma = to_f32(&self.delta);
