@@ -29,7 +29,8 @@ fn main() {
     }
     if m.measures == 0u {
         m.best = m.value;
-        m.gamma_scale = m.gamma_inf;
+        // At least the upload's reference (a correction problem's base).
+        m.gamma_scale = max(m.gamma_scale, m.gamma_inf);
         m.improved = 1u;
     } else {
         if m.measures == 1u {

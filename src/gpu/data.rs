@@ -122,7 +122,8 @@ pub struct Monitor {
     pub gamma_inf: f32,
     /// Smallest value so far (the iterate in the `best` buffer).
     pub best: f32,
-    /// `‖γ‖∞` of the first iterates, the reference of the divergence test.
+    /// `‖γ‖∞` of the first iterates and [`ProblemData::gamma_scale`], the reference of the
+    /// divergence test.
     pub gamma_scale: f32,
     /// 1 when this measure improved on `best` (the `copy_if` kernel then saves `γ`).
     pub improved: u32,
@@ -309,6 +310,10 @@ pub struct ProblemData {
     /// APGD's initial Lipschitz estimate `‖(N + E) 1‖ / √m`
     /// ([`ProblemData::with_lipschitz`]); 0 until set.
     pub lipschitz: f32,
+    /// The `‖γ‖∞` the divergence test measures growth against, besides the first iterates:
+    /// 0 for a problem; for a correction problem of refinement ([`super::refine`]), whose
+    /// `δ` starts at 0, that of its base.
+    pub gamma_scale: f64,
 }
 
 pub(crate) fn index(v: usize) -> Result<u32> {
@@ -484,6 +489,7 @@ impl ProblemData {
             eta,
             device_steps,
             lipschitz: 0.0,
+            gamma_scale: 0.0,
         })
     }
 

@@ -323,7 +323,7 @@ impl GpuKernels {
                     // Decided on the initial iterate, which the host still holds.
                     break (progress, status, None, residual(&monitors[0]));
                 }
-                state = Some((progress, None));
+                state = Some((progress.with_scale(data.gamma_scale), None));
             }
             let (progress, _) = state.as_mut().expect("set above");
             let products = (done..done + chunk).map(|k| self.program.products(k)).sum();

@@ -120,6 +120,13 @@ impl<'a> Progress<'a> {
         (progress, status)
     }
 
+    /// Takes `scale` as a reference `‖γ‖∞` of the divergence test too (a correction
+    /// problem's iterates start at 0 and grow to the size of the correction).
+    pub(crate) fn with_scale(mut self, scale: f64) -> Self {
+        self.gamma_scale = self.gamma_scale.max(scale);
+        self
+    }
+
     /// Iterations so far.
     pub(crate) fn iterations(&self) -> usize {
         self.iterations

@@ -55,7 +55,7 @@ pub fn measure(params: &Params, scalars: &[Partial], monitor: &mut Monitor) {
     };
     if m.measures == 0 {
         m.best = m.value;
-        m.gamma_scale = m.gamma_inf;
+        m.gamma_scale = m.gamma_scale.max(m.gamma_inf);
         m.improved = 1;
     } else {
         if m.measures == 1 {

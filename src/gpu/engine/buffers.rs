@@ -197,7 +197,7 @@ impl Shared {
     }
 
     /// Writes the arrays of `data` (of a shape the buffers hold) at their starts and resets
-    /// the monitor.
+    /// the monitor (its divergence reference to [`ProblemData::gamma_scale`]).
     pub(crate) fn upload(&self, queue: &wgpu::Queue, data: &ProblemData) {
         let write = |buffer: &wgpu::Buffer, bytes: &[u8]| {
             if !bytes.is_empty() {
@@ -213,7 +213,11 @@ impl Shared {
         for ((_, buffer), (_, bytes)) in self.op.iter().zip(data.op.arrays()) {
             write(buffer, bytes);
         }
-        write(&self.monitor, bytemuck::bytes_of(&Monitor::default()));
+        let monitor = Monitor {
+            gamma_scale: data.gamma_scale as f32,
+            ..Monitor::default()
+        };
+        write(&self.monitor, bytemuck::bytes_of(&monitor));
     }
 
     /// The shared buffer a kernel binds by `name`, if any.
