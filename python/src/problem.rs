@@ -230,10 +230,7 @@ impl Problem {
         let mut row = 0;
         for (k, cone) in cones.iter().enumerate() {
             let d = cone.dim();
-            let mut block = sp::JacobianBlock {
-                bodies: Vec::with_capacity(2),
-                rows: Vec::with_capacity(2 * d),
-            };
+            let mut block = sp::JacobianBlock::default();
             for side in 0..2 {
                 let body = pairs[2 * k + side];
                 if side == 1 && body == -1 {

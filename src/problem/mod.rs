@@ -14,6 +14,7 @@ mod system;
 mod validate;
 
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 pub use cone::Cone;
 pub use merit::Merit;
@@ -85,15 +86,47 @@ impl Body {
     }
 }
 
-/// The Jacobian of one constraint block: `d × 6` per body it acts on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The bodies of a [`JacobianBlock`]: one or two, stored inline.
+pub type BlockBodies = SmallVec<[usize; 2]>;
+
+/// The rows of a [`JacobianBlock`]: up to 2 bodies × 3 rows are stored inline, so that a
+/// contact or joint block costs no heap allocation (a longer list spills to the heap, and
+/// validation refuses it).
+pub type BlockRows = SmallVec<[[f64; 6]; 6]>;
+
+/// The Jacobian of one constraint block: `d × 6` per body it acts on. Both lists are stored
+/// inline (no heap allocation for a valid block) and read and written as plain sequences
+/// in the file formats; build them with `vec![…].into()`, `push` or `collect`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JacobianBlock {
     /// One or two distinct body indices.
-    pub bodies: Vec<usize>,
+    #[serde(with = "inline_seq")]
+    pub bodies: BlockBodies,
     /// `d · bodies.len()` rows of 6 entries, body by body: `rows[s·d + i]` is row `i` of the
     /// block for body `bodies[s]`.
-    pub rows: Vec<[f64; 6]>,
+    #[serde(with = "inline_seq")]
+    pub rows: BlockRows,
+}
+
+/// Serde of the inline lists of a [`JacobianBlock`] as plain sequences.
+mod inline_seq {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use smallvec::{Array, SmallVec};
+
+    pub fn serialize<A: Array, S: Serializer>(v: &SmallVec<A>, s: S) -> Result<S::Ok, S::Error>
+    where
+        A::Item: Serialize,
+    {
+        s.collect_seq(v.iter())
+    }
+
+    pub fn deserialize<'de, A: Array, D: Deserializer<'de>>(d: D) -> Result<SmallVec<A>, D::Error>
+    where
+        A::Item: Deserialize<'de>,
+    {
+        Vec::<A::Item>::deserialize(d).map(|v| v.into_iter().collect())
+    }
 }
 
 /// The matrix-free form built by the simulator: `N = J M⁻¹ Jᵀ`, `r = J v_free + b`.

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use super::{CsrMatrix, Factored};
+use super::{BlockBodies, CsrMatrix, Factored};
 
 /// `N = J M⁻¹ Jᵀ` (or an explicit `N`) on rows grouped in blocks of 1 to 3 rows.
 pub trait DelassusOperator: Send + Sync {
@@ -67,7 +67,7 @@ pub fn block_offsets(dims: impl IntoIterator<Item = usize>) -> Vec<usize> {
 pub struct FactoredOperator {
     offsets: Vec<usize>,
     /// Bodies of each block (1 or 2).
-    block_bodies: Vec<Vec<usize>>,
+    block_bodies: Vec<BlockBodies>,
     /// First entry of each block in `jac`/`minv_jac`; block `k` has `d_k · bodies` rows.
     jac_start: Vec<usize>,
     jac: Vec<[f64; 6]>,
@@ -85,32 +85,41 @@ pub struct FactoredOperator {
 }
 
 impl FactoredOperator {
-    /// Builds the operator of a validated factored problem with the given block dimensions.
+    /// Builds the operator of a validated factored problem with the given block dimensions:
+    /// linear in the size of the problem, the copies of the rows in parallel.
     pub fn new(f: &Factored, dims: &[usize]) -> Self {
         let offsets = block_offsets(dims.iter().copied());
-        let inv_mass: Vec<[f64; 6]> = f.bodies.iter().map(|b| b.inv_mass()).collect();
-        let mut jac_start = vec![0];
-        let mut jac = Vec::new();
-        let mut minv_jac = Vec::new();
-        let mut row_block = Vec::with_capacity(offsets[dims.len()]);
-        let mut counts = vec![0usize; f.bodies.len() + 1];
-        for (k, block) in f.jacobians.iter().enumerate() {
+        let inv_mass: Vec<[f64; 6]> = f.bodies.par_iter().map(|b| b.inv_mass()).collect();
+        let jac_start = block_offsets(f.jacobians.iter().map(|j| j.rows.len()));
+        let rows = jac_start[f.jacobians.len()];
+        let mut jac = vec![[0.0; 6]; rows];
+        fill_by_blocks(&mut jac, &jac_start, |k, out| {
+            out.copy_from_slice(&f.jacobians[k].rows);
+        });
+        let mut minv_jac = vec![[0.0; 6]; rows];
+        fill_by_blocks(&mut minv_jac, &jac_start, |k, out| {
+            let block = &f.jacobians[k];
             let d = dims[k];
             for (s, &body) in block.bodies.iter().enumerate() {
-                for row in &block.rows[s * d..(s + 1) * d] {
-                    jac.push(*row);
-                    minv_jac.push(std::array::from_fn(|c| inv_mass[body][c] * row[c]));
+                let im = &inv_mass[body];
+                for (o, row) in out[s * d..(s + 1) * d].iter_mut().zip(&block.rows[s * d..]) {
+                    *o = std::array::from_fn(|c| im[c] * row[c]);
                 }
-                counts[body + 1] += 1;
             }
-            jac_start.push(jac.len());
-            row_block.extend(std::iter::repeat_n(k, d));
+        });
+        let mut row_block = vec![0; offsets[dims.len()]];
+        fill_by_blocks(&mut row_block, &offsets, |k, out| out.fill(k));
+        // The (block, side) pairs of each body: a counting sort by body, in block order.
+        let mut links_ptr = vec![0usize; f.bodies.len() + 1];
+        for block in &f.jacobians {
+            for &body in &block.bodies {
+                links_ptr[body + 1] += 1;
+            }
         }
         for i in 0..f.bodies.len() {
-            counts[i + 1] += counts[i];
+            links_ptr[i + 1] += links_ptr[i];
         }
-        let links_ptr = counts.clone();
-        let mut fill = counts;
+        let mut fill = links_ptr.clone();
         let mut links = vec![(0, 0); links_ptr[f.bodies.len()]];
         for (k, block) in f.jacobians.iter().enumerate() {
             for (s, &body) in block.bodies.iter().enumerate() {
@@ -120,7 +129,7 @@ impl FactoredOperator {
         }
         FactoredOperator {
             offsets,
-            block_bodies: f.jacobians.iter().map(|j| j.bodies.clone()).collect(),
+            block_bodies: f.jacobians.par_iter().map(|j| j.bodies.clone()).collect(),
             jac_start,
             jac,
             minv_jac,
@@ -251,6 +260,29 @@ impl FactoredOperator {
             .enumerate()
             .for_each(|(i, yi)| *yi = self.row_times_velocity(i, w));
     }
+}
+
+/// Fills `out` in parallel, block by block: block `k` owns `out[start[k]..start[k + 1]]`
+/// and `fill(k, part)` writes it. Runs of consecutive blocks go to the threads, so the
+/// result does not depend on their number.
+fn fill_by_blocks<T: Send>(out: &mut [T], start: &[usize], fill: impl Fn(usize, &mut [T]) + Sync) {
+    /// Blocks per run: enough to amortize a task, few enough to balance the threads.
+    const RUN: usize = 4096;
+    let blocks = start.len() - 1;
+    let mut runs = Vec::with_capacity(blocks.div_ceil(RUN));
+    let mut rest = out;
+    for first in (0..blocks).step_by(RUN) {
+        let last = (first + RUN).min(blocks);
+        let (part, tail) = rest.split_at_mut(start[last] - start[first]);
+        runs.push((first..last, part));
+        rest = tail;
+    }
+    runs.into_par_iter().for_each(|(run, part)| {
+        let base = start[run.start];
+        for k in run {
+            fill(k, &mut part[start[k] - base..start[k + 1] - base]);
+        }
+    });
 }
 
 fn dot6(a: &[f64; 6], b: &[f64]) -> f64 {

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use nalgebra::Vector3;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::StepStats;
@@ -14,7 +15,7 @@ use super::body::RigidBody;
 use super::collision::{self, Contact};
 use super::fe::Solid;
 use super::fe::assembly::{self as fe_assembly, NodeContact, NodeKey};
-use super::joint::{ConstraintRow, Joint, point_row, tangent_frame};
+use super::joint::{ConstraintRow, Joint, tangent_frame};
 use super::projection;
 use super::spring::Spring;
 use crate::error::Result;
@@ -125,7 +126,10 @@ pub struct World {
     pub steps: usize,
     /// Stepper parameters.
     pub settings: StepSettings,
-    warm_contacts: HashMap<ContactKey, [f64; 3]>,
+    /// The impulses of the last step's contact blocks in block order, which is the order of
+    /// their keys ([`collision::detect`] sorts the contacts): the warm start matches them
+    /// with the next step's contacts in one merge of the two sorted lists.
+    warm_contacts: Vec<(ContactKey, [f64; 3])>,
     warm_joints: HashMap<(usize, usize), f64>,
     warm_nodes: HashMap<NodeKey, [f64; 3]>,
     contacts: Vec<Contact>,
@@ -138,82 +142,84 @@ pub struct World {
 pub(crate) struct ContactBlock {
     /// Coulomb with friction, unilateral without.
     pub cone: Cone,
-    /// The normal, then the two tangents when there is friction.
-    pub dirs: Vec<Vector3<f64>>,
+    /// The normal, then the two tangents: the block's rows are the first `cone.dim()`.
+    pub dirs: [Vector3<f64>; 3],
     /// The bias `b`, one entry per direction.
-    pub bias: Vec<f64>,
+    pub bias: [f64; 3],
 }
 
 /// The block of contact `c` with friction coefficient `mu` at time step `h`, a penetration
 /// pushed out no faster than `v_rec`.
 pub(crate) fn contact_block(c: &Contact, mu: f64, h: f64, v_rec: f64) -> ContactBlock {
     let (t1, t2) = tangent_frame(&c.normal);
-    let dirs = if mu > 0.0 {
-        vec![c.normal, t1, t2]
-    } else {
-        vec![c.normal]
-    };
     // b = Φ/h: a gap may close within the step, a penetration is pushed out no faster than
     // the recovery speed.
-    let mut bias = vec![0.0; dirs.len()];
-    bias[0] = (c.distance / h).max(-v_rec);
+    let bias = [(c.distance / h).max(-v_rec), 0.0, 0.0];
     let cone = if mu > 0.0 {
         Cone::Coulomb { mu }
     } else {
         Cone::Unilateral
     };
-    ContactBlock { cone, dirs, bias }
+    ContactBlock {
+        cone,
+        dirs: [c.normal, t1, t2],
+        bias,
+    }
 }
 
-/// Accumulates the blocks of a factored problem.
-struct Assembler<'a> {
-    bodies: &'a [RigidBody],
-    index: &'a [Option<usize>],
-    cones: Vec<Cone>,
-    jacobians: Vec<JacobianBlock>,
-    b: Vec<f64>,
-}
-
-impl Assembler<'_> {
-    /// Adds one block with rows `rows_a`, `rows_b` for bodies `a`, `b` (`None`: the ground)
-    /// and bias `bias`. A
-    /// non-dynamic side contributes `J v` (a kinematic body's velocity) to the bias; a block
-    /// with no dynamic side is dropped (returns false).
-    fn push(
-        &mut self,
-        cone: Cone,
-        (a, rows_a): (Option<usize>, &[[f64; 6]]),
-        (b, rows_b): (Option<usize>, &[[f64; 6]]),
-        mut bias: Vec<f64>,
-    ) -> bool {
-        let mut block = JacobianBlock {
-            bodies: Vec::with_capacity(2),
-            rows: Vec::with_capacity(2 * rows_a.len()),
-        };
-        // The ground (`None`) has no velocity and contributes nothing.
-        for (body, rows) in [(a, rows_a), (b, rows_b)] {
-            let Some(body) = body else { continue };
-            match self.index[body] {
-                Some(i) => {
-                    block.bodies.push(i);
-                    block.rows.extend_from_slice(rows);
-                }
-                None => {
-                    let v = self.bodies[body].generalized_velocity();
-                    for (bi, row) in bias.iter_mut().zip(rows) {
-                        *bi += (0..6).map(|c| row[c] * v[c]).sum::<f64>();
-                    }
+/// The Jacobian block with rows `rows_a`, `rows_b` for bodies `a`, `b` (`None`: the ground;
+/// `index` maps scene bodies to problem bodies). A non-dynamic side contributes `J v` (a
+/// kinematic body's velocity) to `bias` instead; a block with no dynamic side has no
+/// bodies (and is dropped by the caller).
+fn jacobian_block(
+    bodies: &[RigidBody],
+    index: &[Option<usize>],
+    (a, rows_a): (Option<usize>, &[[f64; 6]]),
+    (b, rows_b): (Option<usize>, &[[f64; 6]]),
+    bias: &mut [f64],
+) -> JacobianBlock {
+    let mut block = JacobianBlock::default();
+    // The ground (`None`) has no velocity and contributes nothing.
+    for (body, rows) in [(a, rows_a), (b, rows_b)] {
+        let Some(body) = body else { continue };
+        match index[body] {
+            Some(i) => {
+                block.bodies.push(i);
+                block.rows.extend_from_slice(rows);
+            }
+            None => {
+                let v = bodies[body].generalized_velocity();
+                for (bi, row) in bias.iter_mut().zip(rows) {
+                    *bi += (0..6).map(|c| row[c] * v[c]).sum::<f64>();
                 }
             }
         }
-        if block.bodies.is_empty() {
-            return false;
-        }
-        self.cones.push(cone);
-        self.jacobians.push(block);
-        self.b.extend(bias);
-        true
     }
+    block
+}
+
+/// The rows `±(e, r × e)` of `body` (angular part in the body frame) for the directions
+/// `dirs` at world point `p`: [`super::joint::point_row`] for each, the lever arm computed once.
+fn point_rows(
+    body: &RigidBody,
+    p: &Vector3<f64>,
+    dirs: &[Vector3<f64>],
+    sign: f64,
+) -> [[f64; 6]; 3] {
+    let inv = body.pose.orientation.inverse();
+    let r = inv * (p - body.pose.position);
+    let mut rows = [[0.0; 6]; 3];
+    for (row, e) in rows.iter_mut().zip(dirs) {
+        let ang = r.cross(&(inv * e));
+        *row = [e.x, e.y, e.z, ang.x, ang.y, ang.z].map(|x| sign * x);
+    }
+    rows
+}
+
+/// What a contact block adds to the problem besides its Jacobian.
+struct ContactRows {
+    cone: Cone,
+    bias: [f64; 3],
 }
 
 impl World {
@@ -235,7 +241,7 @@ impl World {
             time: 0.0,
             steps: 0,
             settings,
-            warm_contacts: HashMap::new(),
+            warm_contacts: Vec::new(),
             warm_joints: HashMap::new(),
             warm_nodes: HashMap::new(),
             contacts: Vec::new(),
@@ -326,7 +332,6 @@ impl World {
         let h = self.settings.dt;
         let gravity = Vector3::from(self.settings.gravity);
         let mut dynamic_index = Vec::with_capacity(self.bodies.len());
-        let mut bodies = Vec::new();
         // The springs' impulses over the step, `h M⁻¹ f`, per body.
         let mut pushed = vec![[0.0; 6]; self.bodies.len()];
         for f in self.springs.iter().flat_map(|s| s.forces(&self.bodies)) {
@@ -336,78 +341,117 @@ impl World {
                 (0..6).for_each(|c| pushed[f.body][c] += dv[c]);
             }
         }
-        for (b, dv) in self.bodies.iter().zip(&pushed) {
-            if b.is_dynamic() {
+        let mut count = 0;
+        for b in &self.bodies {
+            dynamic_index.push(b.is_dynamic().then(|| {
+                count += 1;
+                count - 1
+            }));
+        }
+        let bodies: Vec<Body> = self
+            .bodies
+            .par_iter()
+            .zip(&pushed)
+            .filter(|(b, _)| b.is_dynamic())
+            .map(|(b, dv)| {
                 let v = b.free_velocity(h, &gravity, self.settings.gyroscopic);
-                dynamic_index.push(Some(bodies.len()));
-                bodies.push(Body {
+                Body {
                     mass: b.mass,
                     inertia: b.inertia.into(),
                     v_free: std::array::from_fn(|c| v[c] + dv[c]),
-                });
-            } else {
-                dynamic_index.push(None);
-            }
-        }
-        let mut asm = Assembler {
-            bodies: &self.bodies,
-            index: &dynamic_index,
-            cones: Vec::new(),
-            jacobians: Vec::new(),
-            b: Vec::new(),
-        };
+                }
+            })
+            .collect();
         let v_rec = self.settings.max_recovery_speed;
-        let mut contact_keys = Vec::with_capacity(self.contacts.len());
-        for c in &self.contacts {
-            let (ba, bb) = (&self.bodies[c.body_a], &self.bodies[c.body_b]);
-            let ContactBlock { cone, dirs, bias } =
-                contact_block(c, ba.friction.min(bb.friction), h, v_rec);
-            let rows_a: Vec<[f64; 6]> = dirs
-                .iter()
-                .map(|e| point_row(ba, &c.point_a, e).map(|x| -x))
-                .collect();
-            let rows_b: Vec<[f64; 6]> = dirs.iter().map(|e| point_row(bb, &c.point_b, e)).collect();
-            if asm.push(
-                cone,
-                (Some(c.body_a), &rows_a),
-                (Some(c.body_b), &rows_b),
-                bias,
-            ) {
-                contact_keys.push((c.body_a, c.body_b, c.feature));
-            }
+        let index = &dynamic_index[..];
+        // Contact blocks in parallel, in contact order.
+        let (mut jacobians, mut rows): (Vec<JacobianBlock>, Vec<ContactRows>) = (
+            Vec::with_capacity(self.contacts.len()),
+            Vec::with_capacity(self.contacts.len()),
+        );
+        self.contacts
+            .par_iter()
+            .map(|c| {
+                let (ba, bb) = (&self.bodies[c.body_a], &self.bodies[c.body_b]);
+                let ContactBlock {
+                    cone,
+                    dirs,
+                    mut bias,
+                } = contact_block(c, ba.friction.min(bb.friction), h, v_rec);
+                let d = cone.dim();
+                let rows_a = point_rows(ba, &c.point_a, &dirs[..d], -1.0);
+                let rows_b = point_rows(bb, &c.point_b, &dirs[..d], 1.0);
+                let block = jacobian_block(
+                    &self.bodies,
+                    index,
+                    (Some(c.body_a), &rows_a[..d]),
+                    (Some(c.body_b), &rows_b[..d]),
+                    &mut bias[..d],
+                );
+                (block, ContactRows { cone, bias })
+            })
+            .unzip_into_vecs(&mut jacobians, &mut rows);
+        let mut contact_keys: Vec<ContactKey> = self
+            .contacts
+            .iter()
+            .map(|c| (c.body_a, c.body_b, c.feature))
+            .collect();
+        // Collision detection leaves out pairs of two non-dynamic bodies: a contact block
+        // without bodies is an exception.
+        if jacobians.iter().any(|j| j.bodies.is_empty()) {
+            let keep: Vec<bool> = jacobians.iter().map(|j| !j.bodies.is_empty()).collect();
+            let mut flags = keep.iter();
+            rows.retain(|_| *flags.next().expect("one flag per block"));
+            let mut flags = keep.iter();
+            contact_keys.retain(|_| *flags.next().expect("one flag per block"));
+            jacobians.retain(|j| !j.bodies.is_empty());
         }
-        let n_contact_rows = asm.b.len();
+        let mut cones: Vec<Cone> = rows.iter().map(|r| r.cone).collect();
+        let mut b = Vec::with_capacity(3 * rows.len());
+        for r in &rows {
+            b.extend_from_slice(&r.bias[..r.cone.dim()]);
+        }
+        let n_contact_rows = b.len();
         let mut joint_rows = Vec::new();
         for (j, joint) in self.joints.iter().enumerate() {
             for (r, row) in joint.rows(&self.bodies, self.time).into_iter().enumerate() {
                 let ConstraintRow {
                     a,
-                    b,
+                    b: row_b,
                     violation,
                     rate,
                 } = row;
                 // Rheonomic rows: J v + ∂C/∂t + C/h = 0.
-                let bias = vec![(violation / h).clamp(-v_rec, v_rec) + rate];
-                let cone = Cone::Bilateral { dim: 1 };
-                if asm.push(cone, (joint.body_a, &[a]), (Some(joint.body_b), &[b]), bias) {
+                let mut bias = [(violation / h).clamp(-v_rec, v_rec) + rate];
+                let block = jacobian_block(
+                    &self.bodies,
+                    index,
+                    (joint.body_a, &[a]),
+                    (Some(joint.body_b), &[row_b]),
+                    &mut bias,
+                );
+                if !block.bodies.is_empty() {
+                    cones.push(Cone::Bilateral { dim: 1 });
+                    jacobians.push(block);
+                    b.extend_from_slice(&bias);
                     joint_rows.push((j, r));
                 }
             }
         }
         let mut compliance = Vec::new();
         if self.settings.contact_compliance > 0.0 {
-            compliance = vec![0.0; asm.b.len()];
+            compliance = vec![0.0; b.len()];
             compliance[..n_contact_rows].fill(self.settings.contact_compliance);
         }
         StepProblem {
             problem: Problem {
                 name: format!("step {}", self.steps),
                 class: Default::default(),
-                cones: asm.cones,
+                cones,
                 operator: Operator::Factored(Factored {
                     bodies,
-                    jacobians: asm.jacobians,
-                    b: asm.b,
+                    jacobians,
+                    b,
                 }),
                 compliance,
             },
@@ -421,8 +465,7 @@ impl World {
     /// The warm start of a step problem from the impulses of the previous step.
     fn warm_start(&self, sp: &StepProblem) -> Vec<f64> {
         let mut gamma = Vec::with_capacity(sp.problem.rows());
-        for (key, cone) in sp.contact_keys.iter().zip(&sp.problem.cones) {
-            let g = self.warm_contacts.get(key).copied().unwrap_or_default();
+        for (g, cone) in self.warm_impulses(&sp.contact_keys).zip(&sp.problem.cones) {
             gamma.extend_from_slice(&g[..cone.dim()]);
         }
         for key in &sp.joint_rows {
@@ -436,6 +479,21 @@ impl World {
         gamma
     }
 
+    /// The impulses of the last step for the contacts `keys` (zero for a contact it did not
+    /// have), one merge of the sorted keys with those of the last step: a key out of order
+    /// gets zero.
+    fn warm_impulses<'a>(
+        &'a self,
+        keys: impl IntoIterator<Item = &'a ContactKey> + 'a,
+    ) -> impl Iterator<Item = [f64; 3]> + 'a {
+        let mut last = self.warm_contacts.iter().peekable();
+        keys.into_iter().map(move |key| {
+            while last.next_if(|(k, _)| k < key).is_some() {}
+            last.next_if(|(k, _)| k == key)
+                .map_or([0.0; 3], |&(_, g)| g)
+        })
+    }
+
     /// Remembers the impulses of this step for the next warm start.
     fn remember(&mut self, sp: &StepProblem, gamma: &[f64]) {
         self.warm_contacts.clear();
@@ -444,7 +502,7 @@ impl World {
         for (key, cone) in sp.contact_keys.iter().zip(&sp.problem.cones) {
             let mut g = [0.0; 3];
             g[..cone.dim()].copy_from_slice(&gamma[at..at + cone.dim()]);
-            self.warm_contacts.insert(*key, g);
+            self.warm_contacts.push((*key, g));
             at += cone.dim();
         }
         for (key, g) in sp.joint_rows.iter().zip(&gamma[at..]) {
@@ -464,9 +522,7 @@ impl World {
     /// The impulses of the last step's contacts (normal then tangential components, N·s),
     /// each with the contact's body pair.
     pub fn contact_impulses(&self) -> impl Iterator<Item = ((usize, usize), [f64; 3])> + '_ {
-        self.warm_contacts
-            .iter()
-            .map(|(&(a, b, _), &g)| ((a, b), g))
+        self.warm_contacts.iter().map(|&((a, b, _), g)| ((a, b), g))
     }
 
     /// The contacts of solids' nodes with rigid bodies found by the last collision detection,
@@ -503,10 +559,13 @@ impl World {
     /// solve gave it (normal then tangential components, N·s; zero for a contact the step's
     /// problem left out or did not have). What a binding shows of the contacts.
     pub fn contacts(&self) -> impl Iterator<Item = (&Contact, [f64; 3])> + '_ {
-        self.contacts.iter().map(|c| {
-            let key = (c.body_a, c.body_b, c.feature);
-            (c, self.warm_contacts.get(&key).copied().unwrap_or_default())
-        })
+        let keys: Vec<ContactKey> = self
+            .contacts
+            .iter()
+            .map(|c| (c.body_a, c.body_b, c.feature))
+            .collect();
+        let impulses: Vec<[f64; 3]> = self.warm_impulses(&keys).collect();
+        self.contacts.iter().zip(impulses)
     }
 
     /// Advances one step with `solver` (its session is kept for the next steps).

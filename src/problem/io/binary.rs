@@ -492,7 +492,10 @@ impl<R: Read> Decoder<R> {
                 .chunks_exact(6)
                 .map(|c| c.try_into().expect("6 numbers"))
                 .collect();
-            jacobians.push(JacobianBlock { bodies, rows });
+            jacobians.push(JacobianBlock {
+                bodies: bodies.into_iter().collect(),
+                rows,
+            });
         }
         let b = self.vector("b")?;
         Ok(Factored {

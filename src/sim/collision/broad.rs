@@ -220,7 +220,7 @@ pub(crate) fn candidate_pairs(
         });
         scene.cross_level_pairs(i, coarser, &table)
     }));
-    pairs.par_extend(plane_pairs(shapes, is_static));
+    pairs.par_extend(plane_pairs(shapes, poses, &aabbs, is_static, envelope));
     pairs.par_sort_unstable();
     pairs
 }
@@ -284,19 +284,31 @@ impl Scene<'_> {
     }
 }
 
-/// Every plane with every non-plane body, unless both are static.
+/// Every plane with every non-plane body whose AABB (inflated by the envelope) reaches
+/// below `envelope` above the plane, unless both are static. A body farther away cannot
+/// have a point within the envelope of the plane; one with a non-finite AABB is paired
+/// (the narrow phase decides).
 fn plane_pairs<'s>(
     shapes: &'s [Shape],
+    poses: &'s [Pose],
+    aabbs: &'s [Option<Aabb>],
     is_static: &'s [bool],
+    envelope: f64,
 ) -> impl ParallelIterator<Item = (usize, usize)> + 's {
     let is_plane = |i: usize| matches!(shapes[i], Shape::Plane);
     (0..shapes.len())
         .into_par_iter()
         .filter(move |&p| is_plane(p))
         .flat_map_iter(move |p| {
+            let (n, o) = (poses[p].orientation * Vector3::z(), poses[p].position);
+            let near = move |b: &Aabb| {
+                let (center, half) = ((b.min + b.max) / 2.0, (b.max - b.min) / 2.0);
+                n.dot(&(center - o)) - n.abs().dot(&half) <= envelope
+            };
             (0..shapes.len())
                 .filter(move |&j| !is_plane(j))
                 .filter(move |&j| !(is_static[p] && is_static[j]))
+                .filter(move |&j| aabbs[j].as_ref().is_none_or(near))
                 .map(move |j| (p, j))
         })
 }

@@ -63,12 +63,13 @@ pub fn detect(
     assert_eq!(shapes.len(), is_static.len(), "one static flag per shape");
     let pairs = broad::candidate_pairs(shapes, poses, is_static, envelope);
     out.clear();
+    // The pairs are sorted, each as (body_a, body_b) of its contacts, and the narrow phase
+    // sorts a pair's contacts by feature: collected in pair order, the contacts are sorted.
     out.par_extend(
         pairs
             .par_iter()
             .flat_map_iter(|&(a, b)| narrow::collide(a, b, shapes, poses, envelope)),
     );
-    out.par_sort_by_key(|c| (c.body_a, c.body_b, c.feature));
     CollisionStats {
         candidate_pairs: pairs.len(),
         contacts: out.len(),

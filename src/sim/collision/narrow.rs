@@ -7,6 +7,7 @@
 mod cylinder;
 
 use nalgebra::{Matrix3, Vector3};
+use smallvec::{SmallVec, smallvec};
 
 use cylinder::Cyl;
 
@@ -49,20 +50,28 @@ impl Hit {
     }
 }
 
-/// Contacts within `envelope` between bodies `a` and `b` (any order, not both planes).
+/// The contacts of one pair: a few, stored inline (no heap allocation for the pairs of
+/// spheres, planes and cylinders with spheres).
+pub(crate) type Contacts = SmallVec<[Contact; 4]>;
+
+/// Hits of one ordered pair, stored inline as [`Contacts`].
+type Hits = SmallVec<[Hit; 4]>;
+
+/// Contacts within `envelope` between bodies `a` and `b` (any order, not both planes), in
+/// the order of their features.
 pub(crate) fn collide(
     a: usize,
     b: usize,
     shapes: &[Shape],
     poses: &[Pose],
     envelope: f64,
-) -> Vec<Contact> {
+) -> Contacts {
     let (a, b) = match (shapes[a], shapes[b]) {
         (_, Shape::Plane) => (b, a),
         (Shape::Plane, _) => (a, b),
         _ => (a.min(b), a.max(b)),
     };
-    hits(&shapes[a], &poses[a], &shapes[b], &poses[b], envelope)
+    let mut contacts: Contacts = hits(&shapes[a], &poses[a], &shapes[b], &poses[b], envelope)
         .into_iter()
         .filter(|h| h.distance <= envelope)
         .map(|h| Contact {
@@ -74,28 +83,32 @@ pub(crate) fn collide(
             distance: h.distance,
             feature: h.feature,
         })
-        .collect()
+        .collect();
+    contacts.sort_by_key(|c| c.feature);
+    contacts
 }
 
 /// Hits of the ordered pair (A, B); a plane can only be A.
-fn hits(sa: &Shape, pa: &Pose, sb: &Shape, pb: &Pose, envelope: f64) -> Vec<Hit> {
+fn hits(sa: &Shape, pa: &Pose, sb: &Shape, pb: &Pose, envelope: f64) -> Hits {
     match (*sa, *sb) {
-        (_, Shape::Plane) => Vec::new(),
-        (Shape::Plane, Shape::Sphere { radius }) => vec![plane_sphere(pa, pb.position, radius)],
+        (_, Shape::Plane) => Hits::new(),
+        (Shape::Plane, Shape::Sphere { radius }) => {
+            smallvec![plane_sphere(pa, pb.position, radius)]
+        }
         (Shape::Plane, Shape::Box { half_extents }) => {
-            plane_box(pa, &Obb::new(pb, half_extents), envelope)
+            plane_box(pa, &Obb::new(pb, half_extents), envelope).into()
         }
         (Shape::Sphere { radius: ra }, Shape::Sphere { radius: rb }) => {
-            vec![sphere_sphere(pa.position, ra, pb.position, rb)]
+            smallvec![sphere_sphere(pa.position, ra, pb.position, rb)]
         }
         (Shape::Box { half_extents }, Shape::Sphere { radius }) => {
-            vec![box_sphere(&Obb::new(pa, half_extents), pb.position, radius)]
+            smallvec![box_sphere(&Obb::new(pa, half_extents), pb.position, radius)]
         }
         (Shape::Sphere { radius }, Shape::Box { half_extents }) => {
-            vec![box_sphere(&Obb::new(pb, half_extents), pa.position, radius).flipped()]
+            smallvec![box_sphere(&Obb::new(pb, half_extents), pa.position, radius).flipped()]
         }
         (Shape::Box { half_extents: ha }, Shape::Box { half_extents: hb }) => {
-            box_box(&Obb::new(pa, ha), &Obb::new(pb, hb), envelope)
+            box_box(&Obb::new(pa, ha), &Obb::new(pb, hb), envelope).into()
         }
         (
             Shape::Plane,
@@ -105,7 +118,7 @@ fn hits(sa: &Shape, pa: &Pose, sb: &Shape, pb: &Pose, envelope: f64) -> Vec<Hit>
             },
         ) => {
             let (n, o) = plane_frame(pa);
-            cylinder::plane_cylinder(n, o, &Cyl::new(pb, radius, half_length), envelope)
+            cylinder::plane_cylinder(n, o, &Cyl::new(pb, radius, half_length), envelope).into()
         }
         (
             Shape::Cylinder {
@@ -115,7 +128,7 @@ fn hits(sa: &Shape, pa: &Pose, sb: &Shape, pb: &Pose, envelope: f64) -> Vec<Hit>
             Shape::Sphere { radius: rs },
         ) => {
             let cy = Cyl::new(pa, radius, half_length);
-            vec![cylinder::cylinder_sphere(&cy, pb.position, rs)]
+            smallvec![cylinder::cylinder_sphere(&cy, pb.position, rs)]
         }
         (
             Shape::Sphere { radius: rs },
@@ -125,7 +138,7 @@ fn hits(sa: &Shape, pa: &Pose, sb: &Shape, pb: &Pose, envelope: f64) -> Vec<Hit>
             },
         ) => {
             let cy = Cyl::new(pb, radius, half_length);
-            vec![cylinder::cylinder_sphere(&cy, pa.position, rs).flipped()]
+            smallvec![cylinder::cylinder_sphere(&cy, pa.position, rs).flipped()]
         }
         (
             Shape::Box { half_extents },
@@ -135,7 +148,7 @@ fn hits(sa: &Shape, pa: &Pose, sb: &Shape, pb: &Pose, envelope: f64) -> Vec<Hit>
             },
         ) => {
             let cy = Cyl::new(pb, radius, half_length);
-            cylinder::box_cylinder(&Obb::new(pa, half_extents), &cy, envelope)
+            cylinder::box_cylinder(&Obb::new(pa, half_extents), &cy, envelope).into()
         }
         (
             Shape::Cylinder {
@@ -159,7 +172,8 @@ fn hits(sa: &Shape, pa: &Pose, sb: &Shape, pb: &Pose, envelope: f64) -> Vec<Hit>
                 radius: rb,
                 half_length: hb,
             },
-        ) => cylinder::cylinder_cylinder(&Cyl::new(pa, ra, ha), &Cyl::new(pb, rb, hb), envelope),
+        ) => cylinder::cylinder_cylinder(&Cyl::new(pa, ra, ha), &Cyl::new(pb, rb, hb), envelope)
+            .into(),
     }
 }
 

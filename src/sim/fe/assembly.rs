@@ -206,7 +206,8 @@ pub fn global(p: &Parts, h: f64, gravity: &V3, v_rec: f64) -> GlobalStep {
         if node.is_none() && rigid.is_none() {
             continue;
         }
-        for (r, e) in dirs.iter().enumerate() {
+        let d = cone.dim();
+        for (r, e) in dirs[..d].iter().enumerate() {
             if let Some(col) = node {
                 (0..3).for_each(|k| jt.push((row + r, col + k, e[k])));
             }
@@ -220,8 +221,8 @@ pub fn global(p: &Parts, h: f64, gravity: &V3, v_rec: f64) -> GlobalStep {
                 }
             }
         }
-        row += dirs.len();
-        b.extend(bias);
+        row += d;
+        b.extend_from_slice(&bias[..d]);
         cones.push(cone);
         node_keys.push(nc.key());
     }

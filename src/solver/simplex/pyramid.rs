@@ -17,7 +17,7 @@
 
 use crate::error::{Error, Result};
 use crate::problem::{
-    Assembled, Body, Cone, CsrMatrix, Factored, JacobianBlock, Operator, Problem, System,
+    Assembled, BlockRows, Body, Cone, CsrMatrix, Factored, JacobianBlock, Operator, Problem, System,
 };
 
 /// A problem with its Coulomb cones replaced by pyramids, and the map back.
@@ -115,7 +115,7 @@ impl Pyramid {
                 let k = block_of[a];
                 let first = sys.block_range(k).start;
                 let d = cones[jacobians.len()].dim();
-                let mut rows = Vec::new();
+                let mut rows = BlockRows::new();
                 for s in 0..f.block_bodies(k).len() {
                     let table = side_rows(k, s);
                     for col in &columns[a..a + d] {
@@ -129,7 +129,7 @@ impl Pyramid {
                     }
                 }
                 jacobians.push(JacobianBlock {
-                    bodies: f.block_bodies(k).to_vec(),
+                    bodies: f.block_bodies(k).into(),
                     rows,
                 });
                 a += d;
