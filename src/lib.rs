@@ -28,7 +28,7 @@
 //!     cones: vec![Cone::Unilateral],
 //!     operator: Operator::Factored(Factored {
 //!         bodies: vec![Body { mass: m, inertia: [0.01; 3], v_free: [0.0, 0.0, -g * h, 0.0, 0.0, 0.0] }],
-//!         jacobians: vec![JacobianBlock { bodies: vec![0], rows: vec![[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]] }],
+//!         jacobians: vec![JacobianBlock { bodies: vec![0].into(), rows: vec![[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]].into() }],
 //!         b: vec![0.0],
 //!     }),
 //!     compliance: vec![],

@@ -41,8 +41,8 @@ fn column_of_spheres_impulses_grow_linearly_downwards() {
     let mut jacobians = vec![on_body(0, vec![up])];
     for k in 1..n {
         jacobians.push(signorini::problem::JacobianBlock {
-            bodies: vec![k - 1, k],
-            rows: vec![down, up],
+            bodies: vec![k - 1, k].into(),
+            rows: vec![down, up].into(),
         });
     }
     let p = factored(bodies, vec![Cone::Unilateral; n], jacobians);
@@ -183,7 +183,7 @@ fn global_form_matches_factored_form() {
     )];
     for k in 1..n {
         jacobians.push(signorini::problem::JacobianBlock {
-            bodies: vec![k - 1, k],
+            bodies: vec![k - 1, k].into(),
             rows: vec![
                 [0.0, 0.0, -1.0, 0.0, 0.0, 0.0],
                 [-1.0, 0.0, 0.0, 0.0, -0.1, 0.0],
@@ -191,7 +191,8 @@ fn global_form_matches_factored_form() {
                 [0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
                 [1.0, 0.0, 0.0, 0.0, -0.1, 0.0],
                 [0.0, 1.0, 0.0, 0.1, 0.0, 0.0],
-            ],
+            ]
+            .into(),
         });
     }
     let fac = factored(

@@ -141,8 +141,8 @@ fn seeds(tmp: &Path) -> Vec<Seed> {
         vec![
             common::on_body(0, vec![[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]; 3]),
             signorini::problem::JacobianBlock {
-                bodies: vec![0, 1],
-                rows: vec![[1.0, 0.0, 0.0, 0.0, 0.5, 0.0]; 2],
+                bodies: vec![0, 1].into(),
+                rows: vec![[1.0, 0.0, 0.0, 0.0, 0.5, 0.0]; 2].into(),
             },
         ],
     ));

@@ -166,8 +166,8 @@ fn sample_problems() -> Vec<Problem> {
         vec![
             common::on_body(0, vec![[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]; 3]),
             signorini::problem::JacobianBlock {
-                bodies: vec![0, 1],
-                rows: vec![[1.0, 0.5, 0.0, 0.0, f64::MIN_POSITIVE, 0.0]; 4],
+                bodies: vec![0, 1].into(),
+                rows: vec![[1.0, 0.5, 0.0, 0.0, f64::MIN_POSITIVE, 0.0]; 4].into(),
             },
             common::on_body(1, vec![[0.0, 1.0, 0.0, 0.25, 0.0, 0.0]]),
         ],
@@ -637,7 +637,7 @@ fn binary_format_streams_a_million_contacts() {
     let row = |i: usize| [1.0, 0.0, (i % 7) as f64 * 0.1, 0.0, 0.05, 0.0];
     let jacobians = (0..n)
         .map(|i| signorini::problem::JacobianBlock {
-            bodies: vec![i, i + 1],
+            bodies: vec![i, i + 1].into(),
             rows: (0..6).map(|r| row(i + r)).collect(),
         })
         .collect();

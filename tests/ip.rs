@@ -87,11 +87,12 @@ fn starting_points_and_warm_starts_agree() {
             ),
             on_body(1, vec![[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]]),
             signorini::problem::JacobianBlock {
-                bodies: vec![0, 1],
+                bodies: vec![0, 1].into(),
                 rows: vec![
                     [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
                     [-1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-                ],
+                ]
+                .into(),
             },
         ],
     );

@@ -46,7 +46,10 @@ fn random_factored(rng: &mut Rng, nb: usize, nk: usize, cones: &[Cone]) -> Probl
         let rows = (0..d * on.len())
             .map(|_| std::array::from_fn(|_| rng.uniform(-1.0, 1.0)))
             .collect();
-        jacobians.push(JacobianBlock { bodies: on, rows });
+        jacobians.push(JacobianBlock {
+            bodies: on.into(),
+            rows,
+        });
         b.extend((0..d).map(|_| rng.uniform(-0.5, 0.5)));
         cone_list.push(cone);
     }

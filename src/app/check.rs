@@ -100,8 +100,8 @@ mod tests {
                     v_free: [0.0, 0.0, -0.1, 0.0, 0.0, 0.0],
                 }],
                 jacobians: vec![JacobianBlock {
-                    bodies: vec![0],
-                    rows: vec![[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]],
+                    bodies: vec![0].into(),
+                    rows: vec![[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]].into(),
                 }],
                 b: vec![0.0],
             }),

@@ -76,4 +76,17 @@ impl Shape {
             Shape::Plane => None,
         }
     }
+
+    /// Radius of a sphere about the body origin that holds the shape; `None` for a plane.
+    pub fn bounding_radius(&self) -> Option<f64> {
+        match *self {
+            Shape::Sphere { radius } => Some(radius),
+            Shape::Box { half_extents } => Some(Vector3::from(half_extents).norm()),
+            Shape::Cylinder {
+                radius,
+                half_length,
+            } => Some(radius.hypot(half_length)),
+            Shape::Plane => None,
+        }
+    }
 }

@@ -63,7 +63,10 @@ pub fn random_problem(seed: u64, n_bodies: usize, n_blocks: usize) -> Problem {
         };
         compliance.extend(std::iter::repeat_n(c, cone.dim()));
         cones.push(cone);
-        jacobians.push(JacobianBlock { bodies: blk, rows });
+        jacobians.push(JacobianBlock {
+            bodies: blk.into(),
+            rows,
+        });
     }
     let m = compliance.len();
     let b = (0..m).map(|_| rng.uniform(-0.1, 0.1)).collect();

@@ -35,8 +35,8 @@ pub fn body(m: f64, v_free: [f64; 6]) -> Body {
 /// A block acting on one body with the given rows.
 pub fn on_body(b: usize, rows: Vec<[f64; 6]>) -> JacobianBlock {
     JacobianBlock {
-        bodies: vec![b],
-        rows,
+        bodies: vec![b].into(),
+        rows: rows.into(),
     }
 }
 

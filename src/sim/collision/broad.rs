@@ -191,8 +191,18 @@ pub(crate) fn candidate_pairs(
         .par_iter()
         .map(|b| b.as_ref().map(|b| grid.level_of(b)))
         .collect();
+    let spheres: Vec<[f64; 4]> = shapes
+        .par_iter()
+        .zip(poses.par_iter())
+        .map(|(s, p)| {
+            let r = s.bounding_radius().unwrap_or(f64::INFINITY);
+            [p.position.x, p.position.y, p.position.z, r]
+        })
+        .collect();
     let scene = Scene {
         aabbs: &aabbs,
+        spheres: &spheres,
+        envelope,
         is_static,
         grid,
     };
@@ -236,24 +246,39 @@ fn base_cell(aabbs: &[Option<Aabb>]) -> f64 {
     if *median > 0.0 { *median } else { 1.0 }
 }
 
-/// The bounding boxes (`None` = plane or non-finite) and static flags of all bodies, and the
-/// grid.
+/// The bounding boxes (`None` = plane or non-finite), bounding spheres and static flags of
+/// all bodies, and the grid.
 struct Scene<'a> {
     aabbs: &'a [Option<Aabb>],
+    /// Center and radius of each body's bounding sphere ([`Shape::bounding_radius`]).
+    spheres: &'a [[f64; 4]],
+    envelope: f64,
     is_static: &'a [bool],
     grid: Grid,
 }
 
 impl Scene<'_> {
     /// The pair `(min, max)` of bodies `i`, `j` found in cell `key`, if they must be tested
-    /// (not both static, AABBs overlap) and `key` is the cell of the min corner of the
-    /// intersection of their AABBs at `key`'s level (so the pair comes from one cell only).
+    /// (not both static, AABBs overlap, bounding spheres within the envelope) and `key` is
+    /// the cell of the min corner of the intersection of their AABBs at `key`'s level (so
+    /// the pair comes from one cell only).
     fn pair_in(&self, key: Key, i: usize, j: usize) -> Option<(usize, usize)> {
         let (a, b) = (self.aabbs[i]?, self.aabbs[j]?);
         let fresh = !(self.is_static[i] && self.is_static[j])
             && a.overlaps(&b)
+            && self.spheres_meet(i, j)
             && self.grid.key_of(key.level, &a.min.sup(&b.min)) == key;
         fresh.then_some((i.min(j), i.max(j)))
+    }
+
+    /// Whether the bounding spheres of `i` and `j` come within the envelope of each other
+    /// (a relative slack of 1e-9 covers rounding): the shapes cannot otherwise. In a
+    /// packing of spheres this leaves out the diagonal neighbours, whose AABBs overlap.
+    fn spheres_meet(&self, i: usize, j: usize) -> bool {
+        let (a, b) = (&self.spheres[i], &self.spheres[j]);
+        let reach = (a[3] + b[3] + self.envelope) * (1.0 + 1e-9);
+        let d2: f64 = (0..3).map(|c| (a[c] - b[c]) * (a[c] - b[c])).sum();
+        d2 <= reach * reach
     }
 
     /// Pairs of bodies of the same level sharing a cell, among the entries of one bucket.

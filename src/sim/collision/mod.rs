@@ -65,11 +65,16 @@ pub fn detect(
     out.clear();
     // The pairs are sorted, each as (body_a, body_b) of its contacts, and the narrow phase
     // sorts a pair's contacts by feature: collected in pair order, the contacts are sorted.
-    out.par_extend(
-        pairs
-            .par_iter()
-            .flat_map_iter(|&(a, b)| narrow::collide(a, b, shapes, poses, envelope)),
-    );
+    // Each thread appends to its own vector; the vectors come back in pair order.
+    let parts: Vec<Vec<Contact>> = pairs
+        .par_iter()
+        .fold(Vec::new, |mut part, &(a, b)| {
+            narrow::collide(a, b, shapes, poses, envelope, &mut part);
+            part
+        })
+        .collect();
+    out.reserve(parts.iter().map(Vec::len).sum());
+    parts.iter().for_each(|part| out.extend_from_slice(part));
     CollisionStats {
         candidate_pairs: pairs.len(),
         contacts: out.len(),
@@ -94,7 +99,9 @@ pub(crate) fn point_contact(
     }
     // A point exactly on a cylinder's surface gets a normal of 0/0 from the narrow phase: it
     // is left out (it is found at the next step, inside or outside).
-    narrow::collide(0, 1, &[*shape, dot], &[*pose, at], envelope)
+    let mut found = Vec::new();
+    narrow::collide(0, 1, &[*shape, dot], &[*pose, at], envelope, &mut found);
+    found
         .into_iter()
         .find(|c| c.normal.iter().all(|v| v.is_finite()))
 }
@@ -160,8 +167,10 @@ mod tests {
         let mut all: Vec<Contact> = (0..n)
             .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
             .filter(|&(i, j)| !(is_static[i] && is_static[j]))
-            .flat_map(|(i, j)| narrow::collide(i, j, shapes, poses, env))
-            .collect();
+            .fold(Vec::new(), |mut all, (i, j)| {
+                narrow::collide(i, j, shapes, poses, env, &mut all);
+                all
+            });
         all.sort_by_key(|c| (c.body_a, c.body_b, c.feature));
         all
     }

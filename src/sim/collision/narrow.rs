@@ -50,42 +50,42 @@ impl Hit {
     }
 }
 
-/// The contacts of one pair: a few, stored inline (no heap allocation for the pairs of
+/// Hits of one ordered pair: a few, stored inline (no heap allocation for the pairs of
 /// spheres, planes and cylinders with spheres).
-pub(crate) type Contacts = SmallVec<[Contact; 4]>;
-
-/// Hits of one ordered pair, stored inline as [`Contacts`].
 type Hits = SmallVec<[Hit; 4]>;
 
-/// Contacts within `envelope` between bodies `a` and `b` (any order, not both planes), in
-/// the order of their features.
+/// Appends to `out` the contacts within `envelope` between bodies `a` and `b` (any order,
+/// not both planes), in the order of their features.
 pub(crate) fn collide(
     a: usize,
     b: usize,
     shapes: &[Shape],
     poses: &[Pose],
     envelope: f64,
-) -> Contacts {
+    out: &mut Vec<Contact>,
+) {
     let (a, b) = match (shapes[a], shapes[b]) {
         (_, Shape::Plane) => (b, a),
         (Shape::Plane, _) => (a, b),
         _ => (a.min(b), a.max(b)),
     };
-    let mut contacts: Contacts = hits(&shapes[a], &poses[a], &shapes[b], &poses[b], envelope)
-        .into_iter()
-        .filter(|h| h.distance <= envelope)
-        .map(|h| Contact {
-            body_a: a,
-            body_b: b,
-            normal: h.normal,
-            point_a: h.point_a,
-            point_b: h.point_b,
-            distance: h.distance,
-            feature: h.feature,
-        })
-        .collect();
-    contacts.sort_by_key(|c| c.feature);
-    contacts
+    let first = out.len();
+    let found = hits(&shapes[a], &poses[a], &shapes[b], &poses[b], envelope);
+    out.extend(
+        found
+            .into_iter()
+            .filter(|h| h.distance <= envelope)
+            .map(|h| Contact {
+                body_a: a,
+                body_b: b,
+                normal: h.normal,
+                point_a: h.point_a,
+                point_b: h.point_b,
+                distance: h.distance,
+                feature: h.feature,
+            }),
+    );
+    out[first..].sort_by_key(|c| c.feature);
 }
 
 /// Hits of the ordered pair (A, B); a plane can only be A.
@@ -589,7 +589,8 @@ mod tests {
     }
 
     fn contacts(shapes: &[Shape], poses: &[Pose], a: usize, b: usize, env: f64) -> Vec<Contact> {
-        let cs = collide(a, b, shapes, poses, env);
+        let mut cs = Vec::new();
+        collide(a, b, shapes, poses, env, &mut cs);
         cs.iter().for_each(check);
         cs
     }
