@@ -2,15 +2,17 @@
 //! the non-plane shapes.
 //!
 //! Level `k` has cubic cells of side `base·2^k`, `base` being the median AABB size; a body is
-//! put in the finest level whose cells are at least its size, so it covers at most 2 cells
-//! per axis whatever its size (large bodies do not flood the grid). The (level, cell, body)
-//! entries are counting-sorted into hashed buckets. Two bodies are a candidate pair when
-//! their AABBs overlap; the pair is emitted once, from the cell (at the coarser of the two
-//! levels) that holds the min corner of the intersection of the two AABBs: pairs within a
-//! level are found in the shared cells, pairs across levels by the finer body looking up the
-//! coarser levels. Each body does a bounded number of look-ups per level, so the work is
-//! linear in the number of bodies plus the number of overlapping pairs. Planes (infinite)
-//! are paired with every non-plane body directly.
+//! put in the finest level whose cells are at least its size, in the one cell that holds
+//! the center of its AABB. The (level, cell, body) entries are counting-sorted into hashed
+//! buckets. Two bodies of sizes at most `s` that overlap have centers less than `s` apart
+//! along each axis, so each body finds its partners in the 27 cells around its center: at
+//! its own level those of larger index, at each coarser level all (the finer body of a
+//! pair looks up the coarser one). A pair is a candidate when the AABBs overlap and the
+//! bounding spheres come within the envelope. Each body does a bounded number of look-ups
+//! per level, so the work is linear in the number of bodies plus the number of pairs, and
+//! the pairs come out sorted: those of one level by body, in parallel, merged with the
+//! (few) pairs across levels. Planes (infinite) are paired with every non-plane body whose
+//! AABB reaches them.
 
 use nalgebra::Vector3;
 use rayon::prelude::*;
@@ -42,6 +44,11 @@ impl Aabb {
     /// Whether the two boxes intersect (touching counts).
     pub(crate) fn overlaps(&self, other: &Aabb) -> bool {
         (0..3).all(|i| self.min[i] <= other.max[i] && other.min[i] <= self.max[i])
+    }
+
+    /// The center.
+    fn center(&self) -> Vector3<f64> {
+        (self.min + self.max) / 2.0
     }
 
     /// Largest side length.
@@ -93,15 +100,13 @@ impl Grid {
         }
     }
 
-    /// The cells of `level` covered by `b` (a few: `b` is at most one cell wide there).
-    fn keys(&self, level: u32, b: &Aabb) -> impl Iterator<Item = Key> + use<> {
-        let (lo, hi) = (
-            self.key_of(level, &b.min).cell,
-            self.key_of(level, &b.max).cell,
-        );
-        (lo[0]..=hi[0]).flat_map(move |x| {
-            (lo[1]..=hi[1]).flat_map(move |y| {
-                (lo[2]..=hi[2]).map(move |z| Key {
+    /// The 27 cells of `level` around the one holding `p` (itself included).
+    fn around(&self, level: u32, p: &Vector3<f64>) -> impl Iterator<Item = Key> + use<> {
+        let c = self.key_of(level, p).cell;
+        let near = |x: i64| (-1..=1).map(move |d| x.saturating_add(d));
+        near(c[0]).flat_map(move |x| {
+            near(c[1]).flat_map(move |y| {
+                near(c[2]).map(move |z| Key {
                     level,
                     cell: [x, y, z],
                 })
@@ -184,13 +189,6 @@ pub(crate) fn candidate_pairs(
         .zip(poses.par_iter())
         .map(|(s, p)| Aabb::of(s, p, envelope).filter(Aabb::is_finite))
         .collect();
-    let grid = Grid {
-        base: base_cell(&aabbs),
-    };
-    let levels: Vec<Option<u32>> = aabbs
-        .par_iter()
-        .map(|b| b.as_ref().map(|b| grid.level_of(b)))
-        .collect();
     let spheres: Vec<[f64; 4]> = shapes
         .par_iter()
         .zip(poses.par_iter())
@@ -198,6 +196,13 @@ pub(crate) fn candidate_pairs(
             let r = s.bounding_radius().unwrap_or(f64::INFINITY);
             [p.position.x, p.position.y, p.position.z, r]
         })
+        .collect();
+    let grid = Grid {
+        base: base_cell(&aabbs),
+    };
+    let levels: Vec<Option<u32>> = aabbs
+        .par_iter()
+        .map(|b| b.as_ref().map(|b| grid.level_of(b)))
         .collect();
     let scene = Scene {
         aabbs: &aabbs,
@@ -208,31 +213,63 @@ pub(crate) fn candidate_pairs(
     };
     let entries: Vec<Entry> = (0..aabbs.len())
         .into_par_iter()
-        .filter_map(|i| Some((i, aabbs[i]?, levels[i]?)))
-        .flat_map_iter(|(body, b, level)| {
-            scene
-                .grid
-                .keys(level, &b)
-                .map(move |key| Entry { key, body })
+        .filter_map(|body| {
+            let key = scene.grid.key_of(levels[body]?, &aabbs[body]?.center());
+            Some(Entry { key, body })
         })
         .collect();
     let table = Table::new(&entries);
-    let mut pairs: Vec<(usize, usize)> = (0..=table.mask)
-        .into_par_iter()
-        .flat_map_iter(|b| scene.same_level_pairs(table.bucket(b)))
-        .collect();
     let mut used: Vec<u32> = levels.iter().flatten().copied().collect();
     used.sort_unstable();
     used.dedup();
-    pairs.par_extend((0..aabbs.len()).into_par_iter().flat_map_iter(|i| {
-        let coarser = levels[i].map_or(&used[used.len()..], |k| {
-            &used[used.partition_point(|&m| m <= k)..]
-        });
-        scene.cross_level_pairs(i, coarser, &table)
-    }));
-    pairs.par_extend(plane_pairs(shapes, poses, &aabbs, is_static, envelope));
-    pairs.par_sort_unstable();
-    pairs
+    // Each thread appends to its own vectors; they come back in body order.
+    let parts: Vec<(Vec<(usize, usize)>, Vec<(usize, usize)>)> = (0..aabbs.len())
+        .into_par_iter()
+        .fold(
+            || (Vec::new(), Vec::new()),
+            |(mut same, mut across), i| {
+                if let (Some(b), Some(k)) = (aabbs[i], levels[i]) {
+                    let first = same.len();
+                    scene.same_level_pairs(i, k, &b, &table, &mut same);
+                    same[first..].sort_unstable();
+                    let coarser = &used[used.partition_point(|&m| m <= k)..];
+                    scene.cross_level_pairs(i, coarser, &b, &table, &mut across);
+                }
+                (same, across)
+            },
+        )
+        .collect();
+    let mut same = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
+    parts.iter().for_each(|p| same.extend_from_slice(&p.0));
+    // A cell clamped at the end of the coordinate range can appear twice among the 27.
+    same.dedup();
+    let mut across: Vec<(usize, usize)> = parts.into_iter().flat_map(|p| p.1).collect();
+    across.par_sort_unstable();
+    across.dedup();
+    let planes: Vec<(usize, usize)> =
+        plane_pairs(shapes, poses, &aabbs, is_static, envelope).collect();
+    merge(&merge(&same, &across), &planes)
+}
+
+/// The union of two sorted lists, sorted.
+fn merge(a: &[(usize, usize)], b: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    if b.is_empty() {
+        return a.to_vec();
+    }
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] <= b[j] {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
 }
 
 /// Side of the level-0 cells: the median AABB size.
@@ -258,17 +295,13 @@ struct Scene<'a> {
 }
 
 impl Scene<'_> {
-    /// The pair `(min, max)` of bodies `i`, `j` found in cell `key`, if they must be tested
-    /// (not both static, AABBs overlap, bounding spheres within the envelope) and `key` is
-    /// the cell of the min corner of the intersection of their AABBs at `key`'s level (so
-    /// the pair comes from one cell only).
-    fn pair_in(&self, key: Key, i: usize, j: usize) -> Option<(usize, usize)> {
-        let (a, b) = (self.aabbs[i]?, self.aabbs[j]?);
-        let fresh = !(self.is_static[i] && self.is_static[j])
-            && a.overlaps(&b)
-            && self.spheres_meet(i, j)
-            && self.grid.key_of(key.level, &a.min.sup(&b.min)) == key;
-        fresh.then_some((i.min(j), i.max(j)))
+    /// Whether bodies `i` and `j` must go to the narrow phase: not both static, AABBs
+    /// overlap, bounding spheres within the envelope.
+    fn is_candidate(&self, i: usize, j: usize) -> bool {
+        let (Some(a), Some(b)) = (&self.aabbs[i], &self.aabbs[j]) else {
+            return false;
+        };
+        !(self.is_static[i] && self.is_static[j]) && a.overlaps(b) && self.spheres_meet(i, j)
     }
 
     /// Whether the bounding spheres of `i` and `j` come within the envelope of each other
@@ -281,31 +314,44 @@ impl Scene<'_> {
         d2 <= reach * reach
     }
 
-    /// Pairs of bodies of the same level sharing a cell, among the entries of one bucket.
-    fn same_level_pairs(&self, es: &[Entry]) -> Vec<(usize, usize)> {
-        let mut pairs = Vec::new();
-        for (x, ex) in es.iter().enumerate() {
-            for ey in es[x + 1..].iter().filter(|ey| ey.key == ex.key) {
-                pairs.extend(self.pair_in(ex.key, ex.body, ey.body));
+    /// Appends the pairs `(i, j)`, `j > i`, of body `i` (AABB `b`) with the bodies of its
+    /// own level `k`.
+    fn same_level_pairs(
+        &self,
+        i: usize,
+        k: u32,
+        b: &Aabb,
+        table: &Table,
+        out: &mut Vec<(usize, usize)>,
+    ) {
+        for key in self.grid.around(k, &b.center()) {
+            for j in table.bodies_in(key) {
+                if j > i && self.is_candidate(i, j) {
+                    out.push((i, j));
+                }
             }
         }
-        pairs
     }
 
-    /// Pairs of body `i` with the bodies of the coarser `levels`, looked up in the cells of
-    /// those levels that `i` covers.
-    fn cross_level_pairs<'s>(
-        &'s self,
+    /// Appends the pairs `(min, max)` of body `i` (AABB `b`) with the bodies of the coarser
+    /// `levels`.
+    fn cross_level_pairs(
+        &self,
         i: usize,
-        levels: &'s [u32],
-        table: &'s Table,
-    ) -> impl Iterator<Item = (usize, usize)> + 's {
-        let b = self.aabbs[i];
-        levels
-            .iter()
-            .flat_map(move |&m| b.into_iter().flat_map(move |b| self.grid.keys(m, &b)))
-            .flat_map(move |key| table.bodies_in(key).map(move |j| (key, j)))
-            .filter_map(move |(key, j)| self.pair_in(key, i, j))
+        levels: &[u32],
+        b: &Aabb,
+        table: &Table,
+        out: &mut Vec<(usize, usize)>,
+    ) {
+        for &m in levels {
+            for key in self.grid.around(m, &b.center()) {
+                for j in table.bodies_in(key) {
+                    if self.is_candidate(i, j) {
+                        out.push((i.min(j), i.max(j)));
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -327,7 +373,7 @@ fn plane_pairs<'s>(
         .flat_map_iter(move |p| {
             let (n, o) = (poses[p].orientation * Vector3::z(), poses[p].position);
             let near = move |b: &Aabb| {
-                let (center, half) = ((b.min + b.max) / 2.0, (b.max - b.min) / 2.0);
+                let (center, half) = (b.center(), (b.max - b.min) / 2.0);
                 n.dot(&(center - o)) - n.abs().dot(&half) <= envelope
             };
             (0..shapes.len())
@@ -373,7 +419,7 @@ mod tests {
     }
 
     #[test]
-    fn levels_and_cells_cover_each_body_with_at_most_two_cells_per_axis() {
+    fn levels_fit_the_bodies_and_overlapping_bodies_are_in_neighbouring_cells() {
         let grid = Grid { base: 0.3 };
         for size in [0.01, 0.3, 0.31, 7.0, 1e6] {
             let b = Aabb {
@@ -383,7 +429,12 @@ mod tests {
             let level = grid.level_of(&b);
             assert!(grid.base * 2f64.powi(level as i32) >= size);
             assert!(level == 0 || grid.base * 2f64.powi(level as i32 - 1) < size);
-            assert!(grid.keys(level, &b).count() <= 8);
+            // A body of the same size touching `b` at a corner, on either side.
+            for shift in [-size, size] {
+                let other = Vector3::repeat(shift) + b.center();
+                let key = grid.key_of(level, &other);
+                assert!(grid.around(level, &b.center()).any(|k| k == key));
+            }
         }
     }
 }
