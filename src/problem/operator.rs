@@ -47,6 +47,12 @@ pub trait DelassusOperator: Send + Sync {
     fn as_matrix(&self) -> Option<&CsrMatrix> {
         None
     }
+
+    /// The factored form by value (a time stepper reuses its memory for the next step);
+    /// `None` for an explicit `N`.
+    fn into_factored(self: Box<Self>) -> Option<FactoredOperator> {
+        None
+    }
 }
 
 /// Row offsets of the blocks: block `k` holds rows `offsets[k]..offsets[k + 1]`.
@@ -56,6 +62,20 @@ pub fn block_offsets(dims: impl IntoIterator<Item = usize>) -> Vec<usize> {
         offsets.push(offsets.last().copied().unwrap_or(0) + d);
     }
     offsets
+}
+
+/// The largest buffers of a [`FactoredOperator`] (its rows), kept from one time step to the
+/// next. A clone is empty: the buffers are scratch memory, not state.
+#[derive(Debug, Default)]
+pub(crate) struct Storage {
+    jac: Vec<[f64; 6]>,
+    minv_jac: Vec<[f64; 6]>,
+}
+
+impl Clone for Storage {
+    fn clone(&self) -> Self {
+        Storage::default()
+    }
 }
 
 /// The factored form: bodies with a diagonal `M⁻¹`, and per-block Jacobians.
@@ -88,15 +108,28 @@ impl FactoredOperator {
     /// Builds the operator of a validated factored problem with the given block dimensions:
     /// linear in the size of the problem, the copies of the rows in parallel.
     pub fn new(f: &Factored, dims: &[usize]) -> Self {
+        Self::new_in(f, dims, Storage::default())
+    }
+
+    /// [`FactoredOperator::new`] in the memory of `storage` (that of an operator of the same
+    /// size or larger, from [`FactoredOperator::into_storage`]): a time stepper reuses the
+    /// pages of the last step's rows instead of having fresh ones mapped and zeroed.
+    pub(crate) fn new_in(f: &Factored, dims: &[usize], storage: Storage) -> Self {
+        let Storage {
+            mut jac,
+            mut minv_jac,
+        } = storage;
         let offsets = block_offsets(dims.iter().copied());
         let inv_mass: Vec<[f64; 6]> = f.bodies.par_iter().map(|b| b.inv_mass()).collect();
         let jac_start = block_offsets(f.jacobians.iter().map(|j| j.rows.len()));
         let rows = jac_start[f.jacobians.len()];
-        let mut jac = vec![[0.0; 6]; rows];
+        jac.clear();
+        jac.resize(rows, [0.0; 6]);
         fill_by_blocks(&mut jac, &jac_start, |k, out| {
             out.copy_from_slice(&f.jacobians[k].rows);
         });
-        let mut minv_jac = vec![[0.0; 6]; rows];
+        minv_jac.clear();
+        minv_jac.resize(rows, [0.0; 6]);
         fill_by_blocks(&mut minv_jac, &jac_start, |k, out| {
             let block = &f.jacobians[k];
             let d = dims[k];
@@ -138,6 +171,14 @@ impl FactoredOperator {
             scratch: Mutex::new(vec![0.0; 6 * f.bodies.len()]),
             links_ptr,
             links,
+        }
+    }
+
+    /// The memory of the rows, for [`FactoredOperator::new_in`].
+    pub(crate) fn into_storage(self) -> Storage {
+        Storage {
+            jac: self.jac,
+            minv_jac: self.minv_jac,
         }
     }
 
@@ -330,6 +371,10 @@ impl DelassusOperator for FactoredOperator {
 
     fn as_factored(&self) -> Option<&FactoredOperator> {
         Some(self)
+    }
+
+    fn into_factored(self: Box<Self>) -> Option<FactoredOperator> {
+        Some(*self)
     }
 
     fn scatter(&self, k: usize, delta: &[f64], aux: &mut [f64]) {

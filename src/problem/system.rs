@@ -12,7 +12,9 @@ use faer::sparse::linalg::cholesky::{
 use faer::sparse::{SparseColMat, Triplet};
 use faer::{Conj, MatMut, Par, Side};
 
-use super::operator::{AssembledOperator, DelassusOperator, FactoredOperator, block_offsets};
+use super::operator::{
+    AssembledOperator, DelassusOperator, FactoredOperator, Storage, block_offsets,
+};
 use super::{Cone, CsrMatrix, Global, Operator, Problem, ProblemClass};
 use crate::error::{Error, Result};
 use crate::limits::{self, Limits};
@@ -51,6 +53,26 @@ impl System {
     /// (the copies of the data; for a global problem the factor of `H` and the reduced `N`)
     /// and refused, before it is allocated, when it exceeds the limit.
     pub fn with_limits(problem: &Problem, limits: &Limits) -> Result<Self> {
+        Self::build(problem, limits, Storage::default())
+    }
+
+    /// [`System::new`] in the memory of a factored operator's `storage` (see
+    /// [`FactoredOperator::new_in`]).
+    pub(crate) fn new_in(problem: &Problem, storage: Storage) -> Result<Self> {
+        Self::build(problem, &Limits::default(), storage)
+    }
+
+    /// The memory of the factored operator's rows, for [`System::new_in`] (empty for the
+    /// other forms).
+    pub(crate) fn into_storage(self) -> Storage {
+        match self.global {
+            None => self.op.into_factored().map(|op| op.into_storage()),
+            Some(_) => None,
+        }
+        .unwrap_or_default()
+    }
+
+    fn build(problem: &Problem, limits: &Limits, storage: Storage) -> Result<Self> {
         problem.validate()?;
         limits.check(
             || format!("problem `{}` ({} rows)", problem.name, problem.rows()),
@@ -63,7 +85,7 @@ impl System {
         let mut v_free = None;
         let (op, r): (Box<dyn DelassusOperator>, Vec<f64>) = match &problem.operator {
             Operator::Factored(f) => {
-                let op = FactoredOperator::new(f, &dims);
+                let op = FactoredOperator::new_in(f, &dims, storage);
                 let vf: Vec<f64> = f.bodies.iter().flat_map(|b| b.v_free).collect();
                 let mut r = vec![0.0; m];
                 op.velocity_to_rows(&vf, &mut r);

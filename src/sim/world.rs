@@ -19,6 +19,7 @@ use super::joint::{ConstraintRow, Joint, tangent_frame};
 use super::projection;
 use super::spring::Spring;
 use crate::error::Result;
+use crate::problem::operator::Storage;
 use crate::problem::{
     Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System,
 };
@@ -136,6 +137,23 @@ pub struct World {
     node_contacts: Vec<NodeContact>,
     /// Body pairs joined by a joint: they do not collide with each other.
     jointed: HashSet<(usize, usize)>,
+    /// The memory of the last step's Jacobian blocks and of its operator's rows, reused by
+    /// the next step (fresh pages cost more to map and zero than to fill: about a third of
+    /// the assembly of 10⁵ spheres). Scratch, not state: a clone starts without it.
+    spare: Spare,
+}
+
+/// Buffers of one step reused by the next.
+#[derive(Debug, Default)]
+struct Spare {
+    jacobians: Vec<JacobianBlock>,
+    storage: Storage,
+}
+
+impl Clone for Spare {
+    fn clone(&self) -> Self {
+        Spare::default()
+    }
 }
 
 /// The cone, row directions and bias of one contact block.
@@ -246,6 +264,7 @@ impl World {
             warm_nodes: HashMap::new(),
             contacts: Vec::new(),
             node_contacts: Vec::new(),
+            spare: Spare::default(),
         }
     }
 
@@ -294,8 +313,9 @@ impl World {
 
     /// The problem of the step: the factored form of the rigid bodies, or, with solids, the
     /// global form of the rigid bodies and the solids together.
-    fn assemble_step(&self) -> StepProblem {
-        let mut sp = self.assemble();
+    fn assemble_step(&mut self) -> StepProblem {
+        let jacobians = std::mem::take(&mut self.spare.jacobians);
+        let mut sp = self.assemble(jacobians);
         if self.solids.is_empty() {
             return sp;
         }
@@ -327,8 +347,9 @@ impl World {
         sp
     }
 
-    /// Builds the factored problem from the current contacts and joints.
-    fn assemble(&self) -> StepProblem {
+    /// Builds the factored problem from the current contacts and joints, its blocks in the
+    /// memory of `jacobians` (cleared first).
+    fn assemble(&self, jacobians: Vec<JacobianBlock>) -> StepProblem {
         let h = self.settings.dt;
         let gravity = Vector3::from(self.settings.gravity);
         let mut dynamic_index = Vec::with_capacity(self.bodies.len());
@@ -365,10 +386,8 @@ impl World {
         let v_rec = self.settings.max_recovery_speed;
         let index = &dynamic_index[..];
         // Contact blocks in parallel, in contact order.
-        let (mut jacobians, mut rows): (Vec<JacobianBlock>, Vec<ContactRows>) = (
-            Vec::with_capacity(self.contacts.len()),
-            Vec::with_capacity(self.contacts.len()),
-        );
+        let mut jacobians = jacobians;
+        let mut rows = Vec::with_capacity(self.contacts.len());
         self.contacts
             .par_iter()
             .map(|c| {
@@ -587,7 +606,7 @@ impl World {
         let collision_s = start.elapsed().as_secs_f64();
         let assembly_start = Instant::now();
         let sp = self.assemble_step();
-        let sys = System::new(&sp.problem)?;
+        let sys = System::new_in(&sp.problem, std::mem::take(&mut self.spare.storage))?;
         let assembly_s = assembly_start.elapsed().as_secs_f64();
         let solve_start = Instant::now();
         let settings = Settings {
@@ -606,6 +625,7 @@ impl World {
             .velocities(&report.gamma)
             .expect("a factored or global problem has velocities");
         self.remember(&sp, &report.gamma);
+        self.spare.storage = sys.into_storage();
         let mut rigid_dofs = 0;
         for (body, index) in self.bodies.iter_mut().zip(&sp.dynamic_index) {
             if let Some(i) = index {
@@ -625,6 +645,9 @@ impl World {
                 self.time,
                 self.settings.joint_projection_tol,
             )?;
+        }
+        if let Operator::Factored(f) = sp.problem.operator {
+            self.spare.jacobians = f.jacobians;
         }
         let stats = StepStats {
             step: self.steps,
