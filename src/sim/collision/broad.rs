@@ -223,7 +223,7 @@ pub(crate) fn candidate_pairs(
     used.sort_unstable();
     used.dedup();
     // Each thread appends to its own vectors; they come back in body order.
-    let parts: Vec<(Vec<(usize, usize)>, Vec<(usize, usize)>)> = (0..aabbs.len())
+    let parts: Vec<(Pairs, Pairs)> = (0..aabbs.len())
         .into_par_iter()
         .fold(
             || (Vec::new(), Vec::new()),
@@ -250,6 +250,9 @@ pub(crate) fn candidate_pairs(
         plane_pairs(shapes, poses, &aabbs, is_static, envelope).collect();
     merge(&merge(&same, &across), &planes)
 }
+
+/// A list of body pairs.
+type Pairs = Vec<(usize, usize)>;
 
 /// The union of two sorted lists, sorted.
 fn merge(a: &[(usize, usize)], b: &[(usize, usize)]) -> Vec<(usize, usize)> {
