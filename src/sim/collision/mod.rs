@@ -1,8 +1,9 @@
 //! Collision detection (DESIGN §5): a broad phase on a hierarchical uniform grid (`broad`,
-//! counting sort into hashed cells, rayon) proposes candidate pairs, the narrow phase
-//! (`narrow`: sphere–sphere, sphere–plane, sphere–box, box–plane, box–box by separating axes
-//! with clipped face manifolds, and the cylinder's pairs in `narrow::cylinder`) turns each
-//! pair into contact points.
+//! one entry per body counting-sorted into hashed cells, rayon) proposes candidate pairs in
+//! sorted order, the narrow phase (`narrow`: sphere–sphere, sphere–plane, sphere–box,
+//! box–plane, box–box by separating axes with clipped face manifolds, and the cylinder's
+//! pairs in `narrow::cylinder`) turns each pair into contact points, appended in parallel
+//! in pair order.
 //!
 //! Contacts are reported up to a gap of `envelope`, so that they enter the problem a step
 //! before the bodies touch.
