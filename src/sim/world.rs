@@ -672,3 +672,41 @@ impl World {
         Ok((stats, report))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warm_start_matches_sorted_keys_and_leaves_new_contacts_at_zero() {
+        let mut world = World::new(Vec::new(), Vec::new(), StepSettings::default());
+        world.warm_contacts = vec![
+            ((0, 1, 0), [1.0, 0.1, 0.2]),
+            ((0, 2, 3), [2.0, 0.0, 0.0]),
+            ((1, 2, 0), [3.0, 0.3, 0.0]),
+            ((4, 5, 1), [4.0, 0.0, 0.4]),
+        ];
+        // A contact gone (0, 2, 3), new ones before, between and after the old keys.
+        let keys = [
+            (0, 0, 7),
+            (0, 1, 0),
+            (1, 2, 0),
+            (2, 3, 0),
+            (4, 5, 1),
+            (9, 9, 9),
+        ];
+        let got: Vec<[f64; 3]> = world.warm_impulses(&keys).collect();
+        let zero = [0.0; 3];
+        assert_eq!(
+            got,
+            [
+                zero,
+                [1.0, 0.1, 0.2],
+                [3.0, 0.3, 0.0],
+                zero,
+                [4.0, 0.0, 0.4],
+                zero
+            ]
+        );
+    }
+}
