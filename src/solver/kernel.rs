@@ -29,7 +29,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::lanes::{self, L, Lanes};
+use super::lanes::{self, L, Lanes, array};
 use super::progress::{Progress, initial_iterate};
 use super::rows::{Compact, Full, Rows, Velocities};
 use super::traffic::{Term, Traffic};
@@ -128,12 +128,12 @@ impl<T: Real> LaneSums<T> {
         for i in 0..3 {
             let e = lanes::sub(g[i], unit[i]);
             self.e2 = lanes::mul_add(self.e2, e, e);
-            self.e_inf = lanes::max(self.e_inf, e.map(T::abs));
-            let v = std::array::from_fn(|l| ((g[i][l] - scaled[i][l]) / eta[l]).abs());
+            self.e_inf = lanes::max(self.e_inf, array(|l| e[l].abs()));
+            let v = array(|l| ((g[i][l] - scaled[i][l]) / eta[l]).abs());
             self.velocity = lanes::max(self.velocity, v);
             self.g2 = lanes::mul_add(self.g2, g[i], g[i]);
             self.u2 = lanes::mul_add(self.u2, u[i], u[i]);
-            self.g_inf = lanes::max(self.g_inf, g[i].map(T::abs));
+            self.g_inf = lanes::max(self.g_inf, array(|l| g[i][l].abs()));
         }
     }
 
@@ -320,7 +320,7 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
         let v = J::transpose_times(&grp.jac, g);
         for (l, pair) in out.chunks_exact_mut(2).enumerate() {
             for (s, side) in pair.iter_mut().enumerate() {
-                *side = std::array::from_fn(|c| v[s][c][l]);
+                *side = array(|c| v[s][c][l]);
             }
         }
     }
@@ -371,7 +371,7 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
         w: &[[T::Atomic; 6]],
     ) -> ([Lanes<T>; 3], [Lanes<T>; 3]) {
         let grp = &self.groups[gi];
-        let wb: Velocities<T> = std::array::from_fn(|s| {
+        let wb: Velocities<T> = array(|s| {
             let mut v = [[T::ZERO; L]; 6];
             for l in 0..L {
                 let cell = &w[grp.bodies[s][l] as usize];
@@ -382,7 +382,7 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
             v
         });
         let jw = J::times(&grp.jac, &wb);
-        let mut u: [Lanes<T>; 3] = std::array::from_fn(|i| lanes::add(grp.r[i], jw[i]));
+        let mut u: [Lanes<T>; 3] = array(|i| lanes::add(grp.r[i], jw[i]));
         if let Some(e) = &self.compliance {
             for i in 0..3 {
                 u[i] = lanes::mul_add(u[i], e[gi][i], g[i]);
@@ -410,7 +410,7 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
         u_hat: &[Lanes<T>; 3],
         s: &Lanes<T>,
     ) -> Impulses<T> {
-        let mut x = std::array::from_fn(|i| std::array::from_fn(|l| g[i][l] - s[l] * u_hat[i][l]));
+        let mut x = array(|i| array(|l| g[i][l] - s[l] * u_hat[i][l]));
         lanes::project(&mut x, &grp.mu);
         x
     }
@@ -427,7 +427,13 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
         let grp = &self.groups[gi];
         let (u, u_hat) = self.velocity(gi, g, w);
         let unit = Self::step(grp, g, &u_hat, &[T::ONE; L]);
-        let eta = grp.eta.map(|e| if e > T::ZERO { e } else { T::ONE });
+        let eta = array(|l| {
+            if grp.eta[l] > T::ZERO {
+                grp.eta[l]
+            } else {
+                T::ONE
+            }
+        });
         let scaled = Self::step(grp, g, &u_hat, &eta);
         sums.add(g, &u, &unit, &scaled, &eta);
         u_hat
@@ -452,7 +458,7 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
             let gi = first + i;
             let u_hat = self.measure(gi, g, w, &mut sums);
             let grp = &self.groups[gi];
-            let s = std::array::from_fn(|l| omega * grp.eta[l]);
+            let s = array(|l| omega * grp.eta[l]);
             *o = Self::step(grp, g, &u_hat, &s);
             Self::store_products(grp, o, p);
         }
@@ -478,9 +484,9 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
             let gi = first + i;
             let grp = &self.groups[gi];
             let (_, u_hat) = self.velocity(gi, g, w);
-            let s = std::array::from_fn(|l| omega * grp.eta[l]);
+            let s = array(|l| omega * grp.eta[l]);
             let next = Self::step(grp, g, &u_hat, &s);
-            let delta = std::array::from_fn(|i| lanes::sub(next[i], g[i]));
+            let delta = array(|i| lanes::sub(next[i], g[i]));
             *g = next;
             let d = J::transpose_times(&grp.jac, &delta);
             for (side, bodies) in d.iter().zip(&grp.bodies) {

@@ -14,29 +14,40 @@ pub(crate) const L: usize = 8;
 /// One value per lane.
 pub(crate) type Lanes<T> = [T; L];
 
+/// `[f(0), …, f(N − 1)]`: `std::array::from_fn` without its out-of-line helper, which
+/// would be compiled for the baseline instruction set and called from the dispatched code.
+#[inline(always)]
+pub(crate) fn array<A: Copy + Default, const N: usize>(mut f: impl FnMut(usize) -> A) -> [A; N] {
+    let mut out = [A::default(); N];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = f(i);
+    }
+    out
+}
+
 /// `a + b`, lane-wise.
 #[inline(always)]
 pub(crate) fn add<T: Real>(a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
-    std::array::from_fn(|l| a[l] + b[l])
+    array(|l| a[l] + b[l])
 }
 
 /// `a − b`, lane-wise.
 #[inline(always)]
 pub(crate) fn sub<T: Real>(a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
-    std::array::from_fn(|l| a[l] - b[l])
+    array(|l| a[l] - b[l])
 }
 
 /// `acc + a b`, lane-wise (two roundings, as the scalar code: no fused multiply-add, which
 /// would need a library call where the CPU has none).
 #[inline(always)]
 pub(crate) fn mul_add<T: Real>(acc: Lanes<T>, a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
-    std::array::from_fn(|l| acc[l] + a[l] * b[l])
+    array(|l| acc[l] + a[l] * b[l])
 }
 
 /// `Σ_c a_c b_c` over rows of `N` lane arrays.
 #[inline(always)]
 pub(crate) fn dot<T: Real, const N: usize>(a: &[Lanes<T>; N], b: &[Lanes<T>; N]) -> Lanes<T> {
-    (1..N).fold(std::array::from_fn(|l| a[0][l] * b[0][l]), |acc, c| {
+    (1..N).fold(array(|l| a[0][l] * b[0][l]), |acc, c| {
         mul_add(acc, a[c], b[c])
     })
 }
@@ -45,7 +56,7 @@ pub(crate) fn dot<T: Real, const N: usize>(a: &[Lanes<T>; N], b: &[Lanes<T>; N])
 /// gives `b`).
 #[inline(always)]
 pub(crate) fn max<T: Real>(a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
-    std::array::from_fn(|l| if a[l] > b[l] { a[l] } else { b[l] })
+    array(|l| if a[l] > b[l] { a[l] } else { b[l] })
 }
 
 /// `Π(x)` on each lane's cone, by its coefficient `mu`: negative, the whole space (a

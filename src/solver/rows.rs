@@ -9,7 +9,7 @@
 //! frame `F` (9 values) and the tangent rows' angular parts of each body (2 × 6): 21 values
 //! instead of 36. Joints and contacts of other shapes keep the full rows.
 
-use super::lanes::{L, Lanes, dot, mul_add, sub};
+use super::lanes::{L, Lanes, array, dot, mul_add, sub};
 use crate::problem::real::Real;
 
 /// The body velocities a group's blocks gather: per side, 6 components of `L` lanes.
@@ -52,17 +52,20 @@ impl<T: Real> Rows<T> for Full {
         let row = |s: usize, i: usize| -> &[Lanes<T>; 6] {
             b[(3 * s + i) * 6..][..6].try_into().expect("six columns")
         };
-        std::array::from_fn(|i| {
+        array(|i| {
             let u = dot(row(0, i), &w[0]);
-            row(1, i).iter().zip(&w[1]).fold(u, |u, (&j, &v)| mul_add(u, j, v))
+            row(1, i)
+                .iter()
+                .zip(&w[1])
+                .fold(u, |u, (&j, &v)| mul_add(u, j, v))
         })
     }
 
     #[inline(always)]
     fn transpose_times(b: &Self::Group, g: &[Lanes<T>; 3]) -> Velocities<T> {
-        std::array::from_fn(|s| {
-            std::array::from_fn(|c| {
-                let col = std::array::from_fn(|i| b[(3 * s + i) * 6 + c]);
+        array(|s| {
+            array(|c| {
+                let col = array(|i| b[(3 * s + i) * 6 + c]);
                 dot(&col, g)
             })
         })
@@ -122,8 +125,8 @@ impl<T: Real> Rows<T> for Compact {
     /// velocity (the normal row has none).
     #[inline(always)]
     fn times(b: &Self::Group, w: &Velocities<T>) -> [Lanes<T>; 3] {
-        let dv: [Lanes<T>; 3] = std::array::from_fn(|c| sub(w[1][c], w[0][c]));
-        std::array::from_fn(|i| {
+        let dv: [Lanes<T>; 3] = array(|c| sub(w[1][c], w[0][c]));
+        array(|i| {
             let mut u = dot(b[3 * i..][..3].try_into().expect("three columns"), &dv);
             if i > 0 {
                 for s in 0..2 {
@@ -139,21 +142,21 @@ impl<T: Real> Rows<T> for Compact {
     /// Linear: `∓Fᵀ g`; angular: the tangent rows' parts times `g_t`.
     #[inline(always)]
     fn transpose_times(b: &Self::Group, g: &[Lanes<T>; 3]) -> Velocities<T> {
-        let linear: [Lanes<T>; 3] = std::array::from_fn(|c| {
-            let col = std::array::from_fn(|i| b[3 * i + c]);
+        let linear: [Lanes<T>; 3] = array(|c| {
+            let col = array(|i| b[3 * i + c]);
             dot(&col, g)
         });
-        std::array::from_fn(|s| {
-            std::array::from_fn(|c| {
+        array(|s| {
+            array(|c| {
                 if c < 3 {
                     if s == 0 {
-                        linear[c].map(|x| -x)
+                        array(|l| -linear[c][l])
                     } else {
                         linear[c]
                     }
                 } else {
                     let a = angular(s) + c - 3;
-                    let t = std::array::from_fn(|l| b[a][l] * g[1][l]);
+                    let t = array(|l| b[a][l] * g[1][l]);
                     mul_add(t, b[a + 3], g[2])
                 }
             })
