@@ -36,6 +36,10 @@ pub trait Real:
     fn hypot(self, other: Self) -> Self;
     /// The larger of two values.
     fn max(self, other: Self) -> Self;
+    /// `√self`.
+    fn sqrt(self) -> Self;
+    /// `|self|`.
+    fn abs(self) -> Self;
     /// A new atomic cell holding `v`.
     fn atomic(v: Self) -> Self::Atomic;
     /// The value of a cell. Relaxed: the kernels order their passes with rayon's joins.
@@ -50,24 +54,39 @@ macro_rules! real {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             type Atomic = $atomic;
+            #[inline(always)]
             fn from_f64(v: f64) -> Self {
                 v as $t
             }
+            #[inline(always)]
             fn to_f64(self) -> f64 {
                 self as f64
             }
+            #[inline(always)]
             fn hypot(self, other: Self) -> Self {
                 <$t>::hypot(self, other)
             }
+            #[inline(always)]
             fn max(self, other: Self) -> Self {
                 <$t>::max(self, other)
             }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
             fn atomic(v: Self) -> Self::Atomic {
                 <$atomic>::new(v.to_bits())
             }
+            #[inline(always)]
             fn load(cell: &Self::Atomic) -> Self {
                 <$t>::from_bits(cell.load(Ordering::Relaxed))
             }
+            #[inline(always)]
             fn store(cell: &Self::Atomic, v: Self) {
                 cell.store(v.to_bits(), Ordering::Relaxed)
             }

@@ -1,56 +1,47 @@
 //! The CPU kernel of projected Jacobi and of the coloured Gauss–Seidel on a factored system
-//! (issue 16), written for the memory system: every block's data is one contiguous record
-//! of the streams below, read in order by rayon tasks over contiguous chunks, in `f32` or
-//! `f64` ([`Real`], `--precision`).
+//! (issue 16), written for the memory system: the blocks are stored in groups of
+//! [`L`] consecutive blocks (structure of arrays within a group: one lane per block), each
+//! group one contiguous record, read in order by rayon tasks over contiguous chunks, in
+//! `f32` or `f64` ([`Real`], `--precision`), and moved [`L`] at a time in SIMD lanes
+//! ([`super::lanes`], under `pulp`'s run-time dispatch).
 //!
-//! - Per block (in sweep order: colour by colour for the coloured sweep): its Jacobian
-//!   padded to 3 rows × 2 bodies, stored full (`[T; 36]`) or, when every block is a sphere
-//!   contact, compact (frame and tangent rows' angular parts, `[T; 21]`, expanded in
-//!   registers: [`super::rows`]); its two body indices (a missing body is the "ground", a
-//!   body whose velocity stays zero), `r`, the compliance (only when the problem has some),
-//!   `η_k`, `μ_k` and the cone's kind. Padded rows are zero, so they stay zero.
+//! - Per group (blocks in sweep order: colour by colour for the coloured sweep, each colour
+//!   padded to whole groups with zero blocks on the ground): the Jacobian rows padded to
+//!   3 rows × 2 bodies, full (36 values per block) or, when every block is a sphere
+//!   contact, compact (frame and tangent rows' angular parts, 21 values, expanded in
+//!   registers: [`super::rows`]); the two body indices (a missing body is the "ground", a
+//!   body whose velocity stays zero), `r`, `η_k` and the cone's coefficient (`μ_k`; 0 for a
+//!   unilateral block; −1 for a bilateral one: no projection). The compliance, when the
+//!   problem has some, is a stream of its own.
 //! - Per body: the diagonal of `M⁻¹` and the list of its (block, side) pairs; the body
 //!   velocities `w = M⁻¹ Jᵀ γ` in atomic cells, which the blocks of one colour update in
 //!   parallel (no two share a body).
 //!
-//! `M⁻¹ Jᵀ` is not stored: the gather `w_b = M⁻¹_b Σ J_{k,s}ᵀ γ_k` reads the rows of `J`
-//! and scales by the body's `M⁻¹`, so each iteration reads the Jacobian twice and nothing
-//! else of its size. The residual of an iterate is accumulated (in `f64`) by the same pass
-//! that reads its velocity; the reported residual of the returned iterate is recomputed in
-//! `f64` on the system ([`merit::residual`]).
-//!
-//! The loops are plain Rust over fixed-size arrays, without explicit SIMD (`pulp`/`wide`):
-//! a block's work is a gather of two body velocities, short dot products and a cone
-//! projection, which do not map onto lanes without storing blocks across lanes
-//! (array-of-structures-of-arrays) and gathering by lane. Measured on the 2-core machine
-//! (benches/RESULTS.md, issue 16) the pass reaches about a quarter of the copy bandwidth,
-//! so it is not yet memory-bound: that layout is the next step.
+//! `M⁻¹ Jᵀ` is not stored. Jacobi's pass over the groups computes, with the rows already in
+//! registers, the new `γ_k` and its products `J_{k,s}ᵀ γ_k` (one 6-vector per side); the
+//! body pass then sums each body's products and scales by its `M⁻¹`. So an iteration reads
+//! the Jacobian once. The residual of an iterate is accumulated by the pass that reads its
+//! velocity, lane-wise in `T` within a task's chunk and in `f64` across chunks; the
+//! reported residual of the returned iterate is recomputed in `f64` on the system
+//! ([`merit::residual`]).
 
 use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::lanes::{self, L, Lanes, array};
 use super::progress::{Progress, initial_iterate};
-use super::rows::{Compact, Full, Rows};
+use super::rows::{Compact, Full, Rows, Velocities};
 use super::traffic::{Term, Traffic};
 use super::{Precision, Report, Settings, Status, block_steps};
-use crate::problem::cone::project_circular;
 use crate::problem::merit::{self, Residual};
 use crate::problem::operator::FactoredOperator;
 use crate::problem::real::Real;
 use crate::problem::{Cone, FrictionModel, System};
 
-/// Blocks per rayon task of the block passes: fixed, so that the residual's sums do not
+/// Groups per rayon task of the group passes: fixed, so that the residual's sums do not
 /// depend on the number of threads.
-const CHUNK: usize = 1024;
-
-/// A block's cone, by kind.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Kind {
-    Bilateral,
-    Unilateral,
-    Coulomb,
-}
+const CHUNK: usize = 128;
 
 /// How the iterate moves.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -101,155 +92,266 @@ impl Sums {
     }
 }
 
+/// The terms of [`Sums`] per lane, in `T`, over one task's chunk of groups (at most
+/// `CHUNK · L / L` terms per lane; the sums of squares are then added in `f64`).
+#[derive(Clone, Copy)]
+struct LaneSums<T: Real> {
+    e2: Lanes<T>,
+    e_inf: Lanes<T>,
+    velocity: Lanes<T>,
+    g2: Lanes<T>,
+    u2: Lanes<T>,
+    g_inf: Lanes<T>,
+}
+
+impl<T: Real> LaneSums<T> {
+    const ZERO: Self = LaneSums {
+        e2: [T::ZERO; L],
+        e_inf: [T::ZERO; L],
+        velocity: [T::ZERO; L],
+        g2: [T::ZERO; L],
+        u2: [T::ZERO; L],
+        g_inf: [T::ZERO; L],
+    };
+
+    /// Adds the group's blocks at `γ` (`g`), velocity `u`, `unit = Π(γ − û)` and
+    /// `scaled = Π(γ − η û)` with `η` per lane.
+    #[inline(always)]
+    fn add(
+        &mut self,
+        g: &[Lanes<T>; 3],
+        u: &[Lanes<T>; 3],
+        unit: &[Lanes<T>; 3],
+        scaled: &[Lanes<T>; 3],
+        eta: &Lanes<T>,
+    ) {
+        for i in 0..3 {
+            let e = lanes::sub(g[i], unit[i]);
+            self.e2 = lanes::mul_add(self.e2, e, e);
+            self.e_inf = lanes::max(self.e_inf, array(|l| e[l].abs()));
+            let v = array(|l| ((g[i][l] - scaled[i][l]) / eta[l]).abs());
+            self.velocity = lanes::max(self.velocity, v);
+            self.g2 = lanes::mul_add(self.g2, g[i], g[i]);
+            self.u2 = lanes::mul_add(self.u2, u[i], u[i]);
+            self.g_inf = lanes::max(self.g_inf, array(|l| g[i][l].abs()));
+        }
+    }
+
+    /// The lanes' sums, in `f64`.
+    fn total(&self) -> Sums {
+        let sum = |v: &Lanes<T>| v.iter().map(|x| x.to_f64()).sum::<f64>();
+        let max = |v: &Lanes<T>| v.iter().fold(0.0, |m: f64, x| m.max(x.to_f64()));
+        Sums {
+            e2: sum(&self.e2),
+            e_inf: max(&self.e_inf),
+            velocity: max(&self.velocity),
+            g2: sum(&self.g2),
+            u2: sum(&self.u2),
+            g_inf: max(&self.g_inf),
+        }
+    }
+}
+
+/// One group's record: lane `l` is block `L · group + l`.
+struct Group<T: Real, J: Rows<T>> {
+    jac: J::Group,
+    r: [Lanes<T>; 3],
+    /// `η_k`, 0 on padding.
+    eta: Lanes<T>,
+    /// `μ_k` of a Coulomb cone, 0 for a unilateral block, −1 for a bilateral one.
+    mu: Lanes<T>,
+    bodies: [[u32; L]; 2],
+}
+
+impl<T: Real, J: Rows<T>> Clone for Group<T, J> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Real, J: Rows<T>> Copy for Group<T, J> {}
+
+/// A group's iterate: `γ` rows × lanes.
+type Impulses<T> = [Lanes<T>; 3];
+
+/// Where the Jacobi pass writes: the next iterate and its products `J_{k,s}ᵀ γ_k`.
+type JacobiOut<'a, T> = (&'a mut [Impulses<T>], &'a mut [[T; 6]]);
+
 /// The kernel's data for one system, in precision `T`, rows encoded by `J`.
 pub(crate) struct Kernel<T: Real, J: Rows<T>> {
-    /// System block of each kernel block.
-    order: Vec<usize>,
-    /// Kernel blocks of each colour (one range for Jacobi).
-    groups: Vec<Range<usize>>,
-    /// The Jacobian rows of each block.
-    jac: Vec<J::Block>,
-    bodies: Vec<[u32; 2]>,
-    r: Vec<[T; 3]>,
-    compliance: Option<Vec<[T; 3]>>,
-    eta: Vec<T>,
-    mu: Vec<T>,
-    kind: Vec<Kind>,
+    /// System block of each kernel block, `None` for padding.
+    order: Vec<Option<usize>>,
+    /// Groups of each colour (one range for Jacobi).
+    colours: Vec<Range<usize>>,
+    groups: Vec<Group<T, J>>,
+    compliance: Option<Vec<[Lanes<T>; 3]>>,
     /// The diagonal of `M⁻¹` per body, the ground (zero) last.
     inv_mass: Vec<[T; 6]>,
     /// CSR over bodies of `2 · kernel block + side`.
     link_ptr: Vec<u32>,
     links: Vec<u32>,
     r_norm: f64,
-    friction: FrictionModel,
+    /// De Saxcé's shift of the model velocity (the Coulomb friction model).
+    shift: bool,
+    arch: pulp::Arch,
 }
 
 impl<T: Real, J: Rows<T>> Kernel<T, J> {
     /// The kernel of `sys` (factored, operator `f`) with the blocks in the order of
-    /// `groups` (each a list of system blocks; one list for Jacobi), block steps `eta`.
+    /// `colours` (each a list of system blocks; one list for Jacobi), block steps `eta`.
     pub(crate) fn new(
         sys: &System,
         f: &FactoredOperator,
-        groups: &[&[usize]],
+        colours: &[&[usize]],
         eta: &[f64],
         friction: FrictionModel,
     ) -> Self {
-        let mut order = Vec::with_capacity(sys.blocks());
+        let mut order = Vec::with_capacity(sys.blocks() + colours.len() * L);
         let mut ranges = Vec::new();
-        for g in groups {
-            ranges.push(order.len()..order.len() + g.len());
-            order.extend_from_slice(g);
+        for c in colours {
+            let start = order.len() / L;
+            order.extend(c.iter().map(|&k| Some(k)));
+            order.resize(order.len().div_ceil(L) * L, None);
+            ranges.push(start..order.len() / L);
         }
         let n_bodies = f.bodies();
         let ground = n_bodies as u32;
         let t = T::from_f64;
-        let row3 = |v: &[f64], k: usize| {
+        let row3 = |v: &[f64], k: usize, out: &mut [Lanes<T>; 3], l: usize| {
             let range = sys.block_range(k);
-            std::array::from_fn(|i| {
-                if i < range.len() {
-                    t(v[range.start + i])
-                } else {
-                    T::ZERO
-                }
-            })
+            for (i, x) in v[range].iter().enumerate() {
+                out[i][l] = t(*x);
+            }
         };
-        let mut jac = Vec::with_capacity(order.len());
-        let mut bodies = Vec::with_capacity(order.len());
-        let (mut kind, mut mu) = (Vec::new(), Vec::new());
+        let empty = Group {
+            jac: J::ZERO,
+            r: [[T::ZERO; L]; 3],
+            eta: [T::ZERO; L],
+            mu: [-T::ONE; L],
+            bodies: [[ground; L]; 2],
+        };
+        let mut groups = vec![empty; order.len() / L];
+        let rigid = sys.compliance().iter().all(|&e| e == 0.0);
+        let mut compliance = (!rigid).then(|| vec![[[T::ZERO; L]; 3]; groups.len()]);
         let mut link_count = vec![0u32; n_bodies + 1];
-        for &k in &order {
-            let mut b = [ground; 2];
+        for (kk, k) in order.iter().enumerate() {
+            let Some(k) = *k else { continue };
+            let (grp, l) = (&mut groups[kk / L], kk % L);
             for (s, &body) in f.block_bodies(k).iter().enumerate() {
-                b[s] = body as u32;
+                grp.bodies[s][l] = body as u32;
                 link_count[body + 1] += 1;
             }
-            jac.push(J::encode(&padded_rows(f, k)));
-            bodies.push(b);
-            let cone = sys.cones()[k];
-            kind.push(match cone {
-                Cone::Bilateral { .. } => Kind::Bilateral,
-                Cone::Unilateral => Kind::Unilateral,
-                Cone::Coulomb { .. } => Kind::Coulomb,
-            });
-            mu.push(t(cone.mu().unwrap_or(0.0)));
+            J::encode(&padded_rows(f, k), &mut grp.jac, l);
+            row3(sys.r(), k, &mut grp.r, l);
+            if let Some(e) = &mut compliance {
+                row3(sys.compliance(), k, &mut e[kk / L], l);
+            }
+            grp.eta[l] = t(eta[k]);
+            grp.mu[l] = match sys.cones()[k] {
+                Cone::Bilateral { .. } => -T::ONE,
+                Cone::Unilateral => T::ZERO,
+                Cone::Coulomb { mu } => t(mu),
+            };
         }
         for i in 0..n_bodies {
             link_count[i + 1] += link_count[i];
         }
         let mut fill = link_count.clone();
         let mut links = vec![0; link_count[n_bodies] as usize];
-        for (kk, b) in bodies.iter().enumerate() {
-            for (s, &body) in b.iter().enumerate().filter(|(_, b)| **b != ground) {
-                links[fill[body as usize] as usize] = (2 * kk + s) as u32;
-                fill[body as usize] += 1;
+        for (kk, k) in order.iter().enumerate() {
+            if k.is_none() {
+                continue;
+            }
+            for s in 0..2 {
+                let body = groups[kk / L].bodies[s][kk % L];
+                if body != ground {
+                    links[fill[body as usize] as usize] = (2 * kk + s) as u32;
+                    fill[body as usize] += 1;
+                }
             }
         }
         let mut inv_mass: Vec<[T; 6]> = f.inv_mass().iter().map(|m| m.map(t)).collect();
         inv_mass.push([T::ZERO; 6]);
-        let rigid = sys.compliance().iter().all(|&e| e == 0.0);
         Kernel {
-            jac,
-            bodies,
-            r: order.iter().map(|&k| row3(sys.r(), k)).collect(),
-            compliance: (!rigid)
-                .then(|| order.iter().map(|&k| row3(sys.compliance(), k)).collect()),
-            eta: order.iter().map(|&k| t(eta[k])).collect(),
-            mu,
-            kind,
+            order,
+            colours: ranges,
+            groups,
+            compliance,
             inv_mass,
             link_ptr: link_count,
             links,
             r_norm: sys.r().iter().map(|x| x * x).sum::<f64>().sqrt(),
-            friction,
-            order,
-            groups: ranges,
+            shift: friction == FrictionModel::Coulomb,
+            arch: pulp::Arch::new(),
         }
     }
 
-    /// `γ` of the system (`f64`, rows in system order) in kernel order, 3 per block.
-    fn gather(&self, sys: &System, gamma: &[f64]) -> Vec<[T; 3]> {
-        self.order
-            .iter()
-            .map(|&k| {
-                let range = sys.block_range(k);
-                std::array::from_fn(|i| {
-                    if i < range.len() {
-                        T::from_f64(gamma[range.start + i])
-                    } else {
-                        T::ZERO
-                    }
-                })
-            })
-            .collect()
-    }
-
-    /// The inverse of [`Kernel::gather`].
-    fn scatter(&self, sys: &System, gamma: &[[T; 3]]) -> Vec<f64> {
-        let mut out = vec![0.0; sys.rows()];
-        for (g, &k) in gamma.iter().zip(&self.order) {
-            let range = sys.block_range(k);
-            for (i, row) in range.enumerate() {
-                out[row] = g[i].to_f64();
+    /// `γ` of the system (`f64`, rows in system order) in kernel order, a group per `L`
+    /// blocks (padding zero).
+    fn gather(&self, sys: &System, gamma: &[f64]) -> Vec<Impulses<T>> {
+        let mut out = vec![[[T::ZERO; L]; 3]; self.groups.len()];
+        for (kk, k) in self.order.iter().enumerate() {
+            if let Some(k) = *k {
+                for (i, x) in gamma[sys.block_range(k)].iter().enumerate() {
+                    out[kk / L][i][kk % L] = T::from_f64(*x);
+                }
             }
         }
         out
     }
 
-    /// `w = M⁻¹ Jᵀ γ`, bodies in parallel (each a gather over its links).
-    fn body_velocities(&self, gamma: &[[T; 3]], w: &[[T::Atomic; 6]]) {
+    /// The inverse of [`Kernel::gather`].
+    fn scatter(&self, sys: &System, gamma: &[Impulses<T>]) -> Vec<f64> {
+        let mut out = vec![0.0; sys.rows()];
+        for (kk, k) in self.order.iter().enumerate() {
+            if let Some(k) = *k {
+                for (i, row) in sys.block_range(k).enumerate() {
+                    out[row] = gamma[kk / L][i][kk % L].to_f64();
+                }
+            }
+        }
+        out
+    }
+
+    /// Stores `J_{k,s}ᵀ γ_k` of the group `grp` at `γ` = `g` in `out` (per block, its two
+    /// sides).
+    #[inline(always)]
+    fn store_products(grp: &Group<T, J>, g: &Impulses<T>, out: &mut [[T; 6]]) {
+        let v = J::transpose_times(&grp.jac, g);
+        for (l, pair) in out.chunks_exact_mut(2).enumerate() {
+            for (s, side) in pair.iter_mut().enumerate() {
+                *side = array(|c| v[s][c][l]);
+            }
+        }
+    }
+
+    /// `J_{k,s}ᵀ γ_k` of every block at `gamma`, at `2 k + s` of `products`.
+    fn products(&self, gamma: &[Impulses<T>], products: &mut [[T; 6]]) {
+        for ((grp, g), out) in self
+            .groups
+            .iter()
+            .zip(gamma)
+            .zip(products.chunks_exact_mut(2 * L))
+        {
+            Self::store_products(grp, g, out);
+        }
+    }
+
+    /// `w = M⁻¹ Jᵀ γ` from the blocks' `products` (`J_{k,s}ᵀ γ_k` at `2 k + s`), bodies in
+    /// parallel (each a sum over its links).
+    fn body_velocities(&self, products: &[[T; 6]], w: &[[T::Atomic; 6]]) {
         let n = self.inv_mass.len() - 1;
         w[..n]
             .par_iter()
-            .with_min_len(CHUNK)
+            .with_min_len(CHUNK * L)
             .enumerate()
             .for_each(|(b, wb)| {
                 let mut acc = [T::ZERO; 6];
                 let links = &self.links[self.link_ptr[b] as usize..self.link_ptr[b + 1] as usize];
                 for &l in links {
-                    let (k, s) = ((l / 2) as usize, (l % 2) as usize);
-                    let jt_g = J::transpose_times(&self.jac[k], s, &gamma[k]);
+                    let p = &products[l as usize];
                     for c in 0..6 {
-                        acc[c] += jt_g[c];
+                        acc[c] += p[c];
                     }
                 }
                 for c in 0..6 {
@@ -258,108 +360,186 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
             });
     }
 
-    /// `u_k = J_k w + E_k γ_k + r_k` of kernel block `k`.
-    fn velocity(&self, k: usize, g: &[T; 3], w: &[[T::Atomic; 6]]) -> [T; 3] {
-        let mut u = self.r[k];
-        for (s, &b) in self.bodies[k].iter().enumerate() {
-            let wb: [T; 6] = std::array::from_fn(|c| T::load(&w[b as usize][c]));
-            let jw = J::times(&self.jac[k], s, &wb);
-            for i in 0..3 {
-                u[i] += jw[i];
+    /// The velocities `u` and model velocities `û` of group `gi` at `γ` = `g`:
+    /// `u_k = J_k w + E_k γ_k + r_k`, `û_k = u_k + μ_k ‖u_t‖ e_n` under the Coulomb model
+    /// (De Saxcé's shift; zero for unilateral and bilateral blocks).
+    #[inline(always)]
+    fn velocity(
+        &self,
+        gi: usize,
+        g: &Impulses<T>,
+        w: &[[T::Atomic; 6]],
+    ) -> ([Lanes<T>; 3], [Lanes<T>; 3]) {
+        let grp = &self.groups[gi];
+        let wb: Velocities<T> = array(|s| {
+            let mut v = [[T::ZERO; L]; 6];
+            for l in 0..L {
+                let cell = &w[grp.bodies[s][l] as usize];
+                for c in 0..6 {
+                    v[c][l] = T::load(&cell[c]);
+                }
             }
-        }
+            v
+        });
+        let jw = J::times(&grp.jac, &wb);
+        let mut u: [Lanes<T>; 3] = array(|i| lanes::add(grp.r[i], jw[i]));
         if let Some(e) = &self.compliance {
             for i in 0..3 {
-                u[i] += e[k][i] * g[i];
+                u[i] = lanes::mul_add(u[i], e[gi][i], g[i]);
             }
         }
-        u
-    }
-
-    /// `Π_K(x)` on block `k`'s cone (padded rows are zero and stay zero).
-    fn project(&self, k: usize, x: &mut [T; 3]) {
-        match self.kind[k] {
-            Kind::Bilateral => {}
-            Kind::Unilateral => x[0] = x[0].max(T::ZERO),
-            Kind::Coulomb => project_circular(x, self.mu[k]),
+        let mut u_hat = u;
+        if self.shift {
+            for l in 0..L {
+                let mu = if grp.mu[l] > T::ZERO {
+                    grp.mu[l]
+                } else {
+                    T::ZERO
+                };
+                u_hat[0][l] += mu * (u[1][l] * u[1][l] + u[2][l] * u[2][l]).sqrt();
+            }
         }
+        (u, u_hat)
     }
 
-    /// `Π_K(γ_k − s û_k)` of block `k`.
-    fn step(&self, k: usize, g: &[T; 3], u_hat: &[T; 3], s: T) -> [T; 3] {
-        let mut x = std::array::from_fn(|i| g[i] - s * u_hat[i]);
-        self.project(k, &mut x);
+    /// `Π_K(γ_k − s_k û_k)` per lane.
+    #[inline(always)]
+    fn step(
+        grp: &Group<T, J>,
+        g: &Impulses<T>,
+        u_hat: &[Lanes<T>; 3],
+        s: &Lanes<T>,
+    ) -> Impulses<T> {
+        let mut x = array(|i| array(|l| g[i][l] - s[l] * u_hat[i][l]));
+        lanes::project(&mut x, &grp.mu);
         x
     }
 
-    /// The model velocity `û_k` of `u_k` (De Saxcé's shift under the Coulomb model).
-    fn model_velocity(&self, k: usize, mut u: [T; 3]) -> [T; 3] {
-        if self.friction == FrictionModel::Coulomb && self.kind[k] == Kind::Coulomb {
-            u[0] += self.mu[k] * u[1].hypot(u[2]);
-        }
-        u
+    /// Adds the residual terms of group `gi` at `γ` = `g` to `sums`; returns `û`.
+    #[inline(always)]
+    fn measure(
+        &self,
+        gi: usize,
+        g: &Impulses<T>,
+        w: &[[T::Atomic; 6]],
+        sums: &mut LaneSums<T>,
+    ) -> [Lanes<T>; 3] {
+        let grp = &self.groups[gi];
+        let (u, u_hat) = self.velocity(gi, g, w);
+        let unit = Self::step(grp, g, &u_hat, &[T::ONE; L]);
+        let eta = array(|l| {
+            if grp.eta[l] > T::ZERO {
+                grp.eta[l]
+            } else {
+                T::ONE
+            }
+        });
+        let scaled = Self::step(grp, g, &u_hat, &eta);
+        sums.add(g, &u, &unit, &scaled, &eta);
+        u_hat
     }
 
-    /// The residual sums of block `k` at `γ_k` with model velocity `û_k`.
-    fn sums(&self, k: usize, g: &[T; 3], u: &[T; 3], u_hat: &[T; 3]) -> Sums {
-        let unit = self.step(k, g, u_hat, T::ONE);
-        let eta = if self.eta[k] > T::ZERO {
-            self.eta[k]
-        } else {
-            T::ONE
-        };
-        let scaled = self.step(k, g, u_hat, eta);
-        let mut s = Sums::default();
-        for i in 0..3 {
-            let (gi, e) = (g[i].to_f64(), (g[i] - unit[i]).to_f64());
-            s.e2 += e * e;
-            s.e_inf = s.e_inf.max(e.abs());
-            s.velocity = s
-                .velocity
-                .max(((g[i] - scaled[i]).to_f64() / eta.to_f64()).abs());
-            s.g2 += gi * gi;
-            s.u2 += u[i].to_f64() * u[i].to_f64();
-            s.g_inf = s.g_inf.max(gi.abs());
+    /// The Jacobi step of the groups `gs` (from group `first`) into `out`, their products
+    /// into `prods`; returns the residual sums at `gs`.
+    #[inline(always)]
+    fn jacobi_chunk(&self, task: JacobiChunk<'_, T, J>) -> Sums {
+        let JacobiChunk {
+            first,
+            gs,
+            out,
+            prods,
+            w,
+            omega,
+            ..
+        } = task;
+        let mut sums = LaneSums::ZERO;
+        let groups = out.iter_mut().zip(prods.chunks_exact_mut(2 * L)).zip(gs);
+        for (i, ((o, p), g)) in groups.enumerate() {
+            let gi = first + i;
+            let u_hat = self.measure(gi, g, w, &mut sums);
+            let grp = &self.groups[gi];
+            let s = array(|l| omega * grp.eta[l]);
+            *o = Self::step(grp, g, &u_hat, &s);
+            Self::store_products(grp, o, p);
         }
-        s
+        sums.total()
     }
 
-    /// One pass over the blocks at `gamma` with body velocities `w = M⁻¹ Jᵀ γ`: the
-    /// residual sums, and with `next` the Jacobi step `next_k = Π(γ_k − ω η_k û_k)`.
+    /// The residual sums at the groups `gs` (from group `first`).
+    #[inline(always)]
+    fn measure_chunk(&self, first: usize, gs: &[Impulses<T>], w: &[[T::Atomic; 6]]) -> Sums {
+        let mut sums = LaneSums::ZERO;
+        for (i, g) in gs.iter().enumerate() {
+            self.measure(first + i, g, w, &mut sums);
+        }
+        sums.total()
+    }
+
+    /// The Gauss–Seidel step of the groups `gs` (from group `first`, one colour) in place,
+    /// each followed by its update of `w`.
+    #[inline(always)]
+    fn sweep_chunk(&self, first: usize, gs: &mut [Impulses<T>], w: &[[T::Atomic; 6]], omega: T) {
+        let ground = (self.inv_mass.len() - 1) as u32;
+        for (i, g) in gs.iter_mut().enumerate() {
+            let gi = first + i;
+            let grp = &self.groups[gi];
+            let (_, u_hat) = self.velocity(gi, g, w);
+            let s = array(|l| omega * grp.eta[l]);
+            let next = Self::step(grp, g, &u_hat, &s);
+            let delta = array(|i| lanes::sub(next[i], g[i]));
+            *g = next;
+            let d = J::transpose_times(&grp.jac, &delta);
+            for (side, bodies) in d.iter().zip(&grp.bodies) {
+                for (l, &b) in bodies.iter().enumerate() {
+                    if b == ground {
+                        continue;
+                    }
+                    let (wb, m) = (&w[b as usize], &self.inv_mass[b as usize]);
+                    for c in 0..6 {
+                        T::store(&wb[c], T::load(&wb[c]) + m[c] * side[c][l]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One pass over the groups at `gamma` with body velocities `w = M⁻¹ Jᵀ γ`: the
+    /// residual sums, and with `next` the Jacobi step `next_k = Π(γ_k − ω η_k û_k)` and its
+    /// products `J_{k,s}ᵀ next_k` (at `2 k + s`).
     fn pass(
         &self,
-        gamma: &[[T; 3]],
+        gamma: &[Impulses<T>],
         w: &[[T::Atomic; 6]],
         omega: T,
-        next: Option<&mut [[T; 3]]>,
+        next: Option<JacobiOut<'_, T>>,
     ) -> Sums {
-        let block = |k: usize, g: &[T; 3]| {
-            let u = self.velocity(k, g, w);
-            let u_hat = self.model_velocity(k, u);
-            (self.sums(k, g, &u, &u_hat), u_hat)
-        };
         let parts: Vec<Sums> = match next {
-            Some(next) => next
+            Some((next, products)) => next
                 .par_chunks_mut(CHUNK)
+                .zip(products.par_chunks_mut(CHUNK * 2 * L))
                 .zip(gamma.par_chunks(CHUNK))
                 .enumerate()
-                .map(|(c, (out, gs))| {
-                    let mut sums = Sums::default();
-                    for (i, (o, g)) in out.iter_mut().zip(gs).enumerate() {
-                        let k = c * CHUNK + i;
-                        let (s, u_hat) = block(k, g);
-                        *o = self.step(k, g, &u_hat, omega * self.eta[k]);
-                        sums = sums.merge(s);
-                    }
-                    sums
+                .map(|(c, ((out, prods), gs))| {
+                    self.arch.dispatch(JacobiChunk {
+                        kernel: self,
+                        first: c * CHUNK,
+                        gs,
+                        out,
+                        prods,
+                        w,
+                        omega,
+                    })
                 })
                 .collect(),
             None => gamma
                 .par_chunks(CHUNK)
                 .enumerate()
                 .map(|(c, gs)| {
-                    gs.iter().enumerate().fold(Sums::default(), |sums, (i, g)| {
-                        sums.merge(block(c * CHUNK + i, g).0)
+                    self.arch.dispatch(MeasureChunk {
+                        kernel: self,
+                        first: c * CHUNK,
+                        gs,
+                        w,
                     })
                 })
                 .collect(),
@@ -367,36 +547,85 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
         parts.into_iter().fold(Sums::default(), Sums::merge)
     }
 
-    /// One coloured Gauss–Seidel sweep in place: each colour's blocks in parallel, each
+    /// One coloured Gauss–Seidel sweep in place: each colour's groups in parallel, each
     /// moved with the current `w`, which it then updates, `w_b += M⁻¹_b J_{k,s}ᵀ Δγ_k`
-    /// (no two blocks of a colour share a body).
-    fn colored_sweep(&self, gamma: &mut [[T; 3]], w: &[[T::Atomic; 6]], omega: T) {
-        let ground = (self.inv_mass.len() - 1) as u32;
-        for range in &self.groups {
+    /// (no two blocks of a colour share a body, so no two lanes either).
+    fn colored_sweep(&self, gamma: &mut [Impulses<T>], w: &[[T::Atomic; 6]], omega: T) {
+        for range in &self.colours {
             let start = range.start;
             gamma[range.clone()]
                 .par_chunks_mut(CHUNK)
                 .enumerate()
-                .for_each(|(chunk, gs)| {
-                    for (i, g) in gs.iter_mut().enumerate() {
-                        let k = start + chunk * CHUNK + i;
-                        let u_hat = self.model_velocity(k, self.velocity(k, g, w));
-                        let next = self.step(k, g, &u_hat, omega * self.eta[k]);
-                        let delta: [T; 3] = std::array::from_fn(|i| next[i] - g[i]);
-                        *g = next;
-                        for (s, &b) in self.bodies[k].iter().enumerate() {
-                            if b == ground {
-                                continue;
-                            }
-                            let (wb, m) = (&w[b as usize], &self.inv_mass[b as usize]);
-                            let jt_d = J::transpose_times(&self.jac[k], s, &delta);
-                            for c in 0..6 {
-                                T::store(&wb[c], T::load(&wb[c]) + m[c] * jt_d[c]);
-                            }
-                        }
-                    }
+                .for_each(|(c, gs)| {
+                    self.arch.dispatch(SweepChunk {
+                        kernel: self,
+                        first: start + c * CHUNK,
+                        gs,
+                        w,
+                        omega,
+                    })
                 });
         }
+    }
+}
+
+// The tasks of a rayon chunk, run by `pulp::Arch::dispatch`: their `with_simd` is inlined
+// into the function that `pulp` compiles with the CPU's instruction set (a closure would not
+// be: its `FnOnce` shim is a function of its own, compiled for the baseline).
+
+/// A chunk of the Jacobi pass ([`Kernel::jacobi_chunk`]).
+struct JacobiChunk<'a, T: Real, J: Rows<T>> {
+    kernel: &'a Kernel<T, J>,
+    first: usize,
+    gs: &'a [Impulses<T>],
+    out: &'a mut [Impulses<T>],
+    prods: &'a mut [[T; 6]],
+    w: &'a [[T::Atomic; 6]],
+    omega: T,
+}
+
+impl<T: Real, J: Rows<T>> pulp::WithSimd for JacobiChunk<'_, T, J> {
+    type Output = Sums;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) -> Sums {
+        self.kernel.jacobi_chunk(self)
+    }
+}
+
+/// A chunk of the residual pass ([`Kernel::measure_chunk`]).
+struct MeasureChunk<'a, T: Real, J: Rows<T>> {
+    kernel: &'a Kernel<T, J>,
+    first: usize,
+    gs: &'a [Impulses<T>],
+    w: &'a [[T::Atomic; 6]],
+}
+
+impl<T: Real, J: Rows<T>> pulp::WithSimd for MeasureChunk<'_, T, J> {
+    type Output = Sums;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) -> Sums {
+        self.kernel.measure_chunk(self.first, self.gs, self.w)
+    }
+}
+
+/// A chunk of one colour of the coloured sweep ([`Kernel::sweep_chunk`]).
+struct SweepChunk<'a, T: Real, J: Rows<T>> {
+    kernel: &'a Kernel<T, J>,
+    first: usize,
+    gs: &'a mut [Impulses<T>],
+    w: &'a [[T::Atomic; 6]],
+    omega: T,
+}
+
+impl<T: Real, J: Rows<T>> pulp::WithSimd for SweepChunk<'_, T, J> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) {
+        self.kernel
+            .sweep_chunk(self.first, self.gs, self.w, self.omega)
     }
 }
 
@@ -472,11 +701,14 @@ fn run<T: Real, J: Rows<T>>(job: &Job) -> Report {
     let w: Vec<[T::Atomic; 6]> = (0..kernel.inv_mass.len())
         .map(|_| std::array::from_fn(|_| T::atomic(T::ZERO)))
         .collect();
-    kernel.body_velocities(&cur, &w);
+    let mut products = vec![[T::ZERO; 6]; 2 * L * cur.len()];
+    kernel.products(&cur, &mut products);
+    kernel.body_velocities(&products, &w);
     let jacobi = sweep == Sweep::Jacobi;
-    let measure =
-        |cur: &[[T; 3]], next: &mut [[T; 3]]| kernel.pass(cur, &w, omega, jacobi.then_some(next));
-    let sums = measure(&cur, &mut next);
+    let measure = |cur: &[Impulses<T>], next: &mut [Impulses<T>], products: &mut [[T; 6]]| {
+        kernel.pass(cur, &w, omega, jacobi.then_some((next, products)))
+    };
+    let sums = measure(&cur, &mut next, &mut products);
     let (mut progress, mut status) = Progress::new(settings, &gamma0, sums.residual(kernel.r_norm));
     if settings.max_iter == 0 && status.is_none() {
         status = Some(Status::MaxIterations);
@@ -487,16 +719,17 @@ fn run<T: Real, J: Rows<T>>(job: &Job) -> Report {
             break status;
         }
         if jacobi {
+            // The last pass left `J_{k,s}ᵀ next_k` in `products`.
             std::mem::swap(&mut cur, &mut next);
-            kernel.body_velocities(&cur, &w);
+            kernel.body_velocities(&products, &w);
         } else {
             kernel.colored_sweep(&mut cur, &w, omega);
         }
-        let sums = measure(&cur, &mut next);
-        let products = if jacobi { 1 } else { 2 };
+        let sums = measure(&cur, &mut next, &mut products);
+        let passes = if jacobi { 1 } else { 2 };
         let res = sums.residual(kernel.r_norm);
         let improved;
-        (status, improved) = progress.observe(res, sums.g_inf, 1, products);
+        (status, improved) = progress.observe(res, sums.g_inf, 1, passes);
         if improved && jacobi {
             // The next iterate is already in `next`: `cur` can be kept without a copy.
             std::mem::swap(&mut best, &mut cur);
@@ -516,55 +749,54 @@ fn run<T: Real, J: Rows<T>>(job: &Job) -> Report {
 }
 
 /// The bytes one iteration of the kernel moves on `sys` in `precision`, with the rows'
-/// encoding (`compact` or `full`)
-/// ([`super::traffic`]), `None` for a system that is not factored. Jacobi: the gather of `w` (per
-/// body its link range, `M⁻¹` and `w`; per link its entry, `γ_k` and the side's rows of
-/// `J`), then per block its record, the gathers of `w` and the new `γ_k`. The coloured
-/// sweep: per block its record, the new `γ_k`, `M⁻¹` and `w` of its bodies read and
-/// written, then the residual pass (the record again) and the copy of the best iterate
-/// when the residual improves (counted every iteration; Jacobi keeps it by swapping
-/// buffers).
-pub(crate) fn traffic(sys: &System, sweep: Sweep, precision: Precision) -> Option<Traffic> {
+/// encoding (`compact` or `full`) ([`super::traffic`]), `None` for a system that is not
+/// factored. Blocks are counted in whole groups (padding included). Jacobi: the body pass
+/// (per body its link range, `M⁻¹` and `w` written; per link its entry and the block's
+/// product `J_{k,s}ᵀ γ_k`), then per block its record, the gathers of `w`, the new `γ_k`
+/// and its two products written. The coloured sweep: per block its record, the gathers of
+/// `w` and the new `γ_k`; per link `M⁻¹` and `w` read and `w` written; then the residual
+/// pass (the record and the gathers again) and the copy of the best iterate when the
+/// residual improves (counted every iteration; Jacobi keeps it by swapping buffers).
+pub(crate) fn traffic(
+    sys: &System,
+    sweep: Sweep,
+    colours: &[&[usize]],
+    precision: Precision,
+) -> Option<Traffic> {
     let f = sys.factored()?;
     let t = match precision {
         Precision::F32 => 4,
         Precision::F64 => 8,
     };
-    let (blocks, bodies) = (sys.blocks() as u64, f.bodies() as u64);
-    let links = f.links().len() as u64;
+    let blocks: u64 = colours
+        .iter()
+        .map(|c| c.len().div_ceil(L) * L)
+        .sum::<usize>() as u64;
+    let (bodies, links) = (f.bodies() as u64, f.links().len() as u64);
     let rigid = sys.compliance().iter().all(|&e| e == 0.0);
     let comp = if rigid { 0 } else { 3 * t };
-    let (encoding, values, side) = if compact(sys, f) {
-        (
-            "compact",
-            <Compact as Rows<f64>>::VALUES,
-            <Compact as Rows<f64>>::SIDE_VALUES,
-        )
+    let (encoding, values) = if compact(sys, f) {
+        ("compact", <Compact as Rows<f64>>::VALUES)
     } else {
-        (
-            "full",
-            <Full as Rows<f64>>::VALUES,
-            <Full as Rows<f64>>::SIDE_VALUES,
-        )
+        ("full", <Full as Rows<f64>>::VALUES)
     };
-    // Per block: bodies (8), J, r, γ, η, μ, kind (1), compliance, the w gathers.
-    let record = 8 + values * t + 3 * t + 3 * t + 2 * t + 1 + comp + 12 * t;
+    // Per block: bodies (8), J, r, γ, η, μ, compliance, the w gathers of both sides.
+    let record = 8 + values * t + 3 * t + 3 * t + 2 * t + comp + 12 * t;
     let terms = match sweep {
         Sweep::Jacobi => vec![
             Term {
                 what: "M⁻¹Jᵀγ",
-                bytes: bodies * (4 + 12 * t) + links * (4 + (3 + side) * t),
+                bytes: bodies * (4 + 12 * t) + links * (4 + 6 * t),
             },
             Term {
-                what: "Jw, residual, projection",
-                bytes: blocks * (record + 3 * t),
+                what: "Jw, residual, projection, Jᵀγ",
+                bytes: blocks * (record + 3 * t + 12 * t),
             },
         ],
-        // The sweep writes γ, reads M⁻¹ of both bodies, reads and writes their w.
         Sweep::Colored => vec![
             Term {
                 what: "sweep",
-                bytes: blocks * (record + 3 * t + 12 * t + 24 * t),
+                bytes: blocks * (record + 3 * t) + links * 18 * t,
             },
             Term {
                 what: "Jw, residual",

@@ -11,6 +11,7 @@ pub mod gauss_seidel;
 pub mod ip;
 pub mod jacobi;
 pub(crate) mod kernel;
+pub(crate) mod lanes;
 pub(crate) mod rows;
 pub mod simplex;
 pub mod spg;

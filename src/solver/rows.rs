@@ -9,62 +9,77 @@
 //! frame `F` (9 values) and the tangent rows' angular parts of each body (2 × 6): 21 values
 //! instead of 36. Joints and contacts of other shapes keep the full rows.
 
+use super::lanes::{L, Lanes, array, dot, mul_add, sub};
 use crate::problem::real::Real;
 
-/// A block's Jacobian rows in the kernel's storage: products with one body's side.
+/// The body velocities a group's blocks gather: per side, 6 components of `L` lanes.
+pub(crate) type Velocities<T> = [[Lanes<T>; 6]; 2];
+
+/// A group of `L` blocks' Jacobian rows in the kernel's storage, lane `l` block `l` of the
+/// group, and their products with the two bodies' sides.
 pub(crate) trait Rows<T: Real>: Send + Sync + 'static {
-    /// One block's stored rows.
-    type Block: Copy + Send + Sync;
+    /// The stored rows of a group.
+    type Group: Copy + Send + Sync;
     /// Values stored per block.
     const VALUES: u64;
-    /// Values read per (block, body) pair by `Jᵀ γ`.
-    const SIDE_VALUES: u64;
-    /// The stored form of the padded rows `full` (side `s`, row `i`, column `c` at
-    /// `(3 s + i) · 6 + c`).
-    fn encode(full: &[f64; 36]) -> Self::Block;
-    /// `J_{k,s} w` for the velocity `w` of side `s`.
-    fn times(b: &Self::Block, s: usize, w: &[T; 6]) -> [T; 3];
-    /// `J_{k,s}ᵀ g`.
-    fn transpose_times(b: &Self::Block, s: usize, g: &[T; 3]) -> [T; 6];
+    /// A group of zero rows (the padding of a group that is not full).
+    const ZERO: Self::Group;
+    /// Stores the padded rows `full` (side `s`, row `i`, column `c` at `(3 s + i) · 6 + c`)
+    /// in lane `l` of `group`.
+    fn encode(full: &[f64; 36], group: &mut Self::Group, l: usize);
+    /// `J_{k,0} w_0 + J_{k,1} w_1` per lane.
+    fn times(group: &Self::Group, w: &Velocities<T>) -> [Lanes<T>; 3];
+    /// `J_{k,s}ᵀ g` of both sides per lane.
+    fn transpose_times(group: &Self::Group, g: &[Lanes<T>; 3]) -> Velocities<T>;
 }
 
-/// The full padded rows, `[T; 36]`.
+/// The full padded rows, 36 values per block.
 pub(crate) struct Full;
 
 impl<T: Real> Rows<T> for Full {
-    type Block = [T; 36];
+    type Group = [Lanes<T>; 36];
     const VALUES: u64 = 36;
-    const SIDE_VALUES: u64 = 18;
+    const ZERO: Self::Group = [[T::ZERO; L]; 36];
 
-    fn encode(full: &[f64; 36]) -> [T; 36] {
-        full.map(T::from_f64)
+    fn encode(full: &[f64; 36], group: &mut Self::Group, l: usize) {
+        for (v, &x) in group.iter_mut().zip(full) {
+            v[l] = T::from_f64(x);
+        }
     }
 
-    fn times(b: &[T; 36], s: usize, w: &[T; 6]) -> [T; 3] {
-        std::array::from_fn(|i| {
-            let row = &b[(3 * s + i) * 6..][..6];
-            (0..6).fold(T::ZERO, |a, c| a + row[c] * w[c])
+    #[inline(always)]
+    fn times(b: &Self::Group, w: &Velocities<T>) -> [Lanes<T>; 3] {
+        let row = |s: usize, i: usize| -> &[Lanes<T>; 6] {
+            b[(3 * s + i) * 6..][..6].try_into().expect("six columns")
+        };
+        array(|i| {
+            let u = dot(row(0, i), &w[0]);
+            row(1, i)
+                .iter()
+                .zip(&w[1])
+                .fold(u, |u, (&j, &v)| mul_add(u, j, v))
         })
     }
 
-    fn transpose_times(b: &[T; 36], s: usize, g: &[T; 3]) -> [T; 6] {
-        std::array::from_fn(|c| (0..3).fold(T::ZERO, |a, i| a + b[(3 * s + i) * 6 + c] * g[i]))
+    #[inline(always)]
+    fn transpose_times(b: &Self::Group, g: &[Lanes<T>; 3]) -> Velocities<T> {
+        array(|s| {
+            array(|c| {
+                let col = array(|i| b[(3 * s + i) * 6 + c]);
+                dot(&col, g)
+            })
+        })
     }
 }
 
 /// A sphere contact: the frame `F` (rows `n`, `t1`, `t2`; the first body's linear rows are
-/// `−F`, the second's `F`), then the angular parts of the tangent rows of each body,
-/// `[T; 21]`.
+/// `−F`, the second's `F`), then the angular parts of the tangent rows of each body, 21
+/// values per block.
 pub(crate) struct Compact;
 
 /// Offset of the angular parts of side `s`'s tangent rows in a compact block.
-fn angular(s: usize) -> usize {
+const fn angular(s: usize) -> usize {
     9 + 6 * s
-}
-
-/// `−1` for the first body, `1` for the second.
-fn sign<T: Real>(s: usize) -> T {
-    if s == 0 { -T::ONE } else { T::ONE }
 }
 
 impl Compact {
@@ -86,48 +101,65 @@ impl Compact {
 }
 
 impl<T: Real> Rows<T> for Compact {
-    type Block = [T; 21];
+    type Group = [Lanes<T>; 21];
     const VALUES: u64 = 21;
-    const SIDE_VALUES: u64 = 15;
+    const ZERO: Self::Group = [[T::ZERO; L]; 21];
 
-    fn encode(full: &[f64; 36]) -> [T; 21] {
-        let mut b = [T::ZERO; 21];
+    fn encode(full: &[f64; 36], group: &mut Self::Group, l: usize) {
         for i in 0..3 {
             for c in 0..3 {
-                b[3 * i + c] = T::from_f64(-full[i * 6 + c]);
+                group[3 * i + c][l] = T::from_f64(-full[i * 6 + c]);
             }
         }
         for s in 0..2 {
             for i in 1..3 {
                 for c in 0..3 {
-                    b[angular(s) + 3 * (i - 1) + c] = T::from_f64(full[(3 * s + i) * 6 + 3 + c]);
+                    group[angular(s) + 3 * (i - 1) + c][l] =
+                        T::from_f64(full[(3 * s + i) * 6 + 3 + c]);
                 }
             }
         }
-        b
     }
 
-    fn times(b: &[T; 21], s: usize, w: &[T; 6]) -> [T; 3] {
-        let a = &b[angular(s)..];
-        std::array::from_fn(|i| {
-            let linear = (0..3).fold(T::ZERO, |acc, c| acc + b[3 * i + c] * w[c]);
-            let angular = if i == 0 {
-                T::ZERO
-            } else {
-                (0..3).fold(T::ZERO, |acc, c| acc + a[3 * (i - 1) + c] * w[3 + c])
-            };
-            sign::<T>(s) * linear + angular
+    /// `F (v₁ − v₀)` plus the tangent rows' angular parts times each body's angular
+    /// velocity (the normal row has none).
+    #[inline(always)]
+    fn times(b: &Self::Group, w: &Velocities<T>) -> [Lanes<T>; 3] {
+        let dv: [Lanes<T>; 3] = array(|c| sub(w[1][c], w[0][c]));
+        array(|i| {
+            let mut u = dot(b[3 * i..][..3].try_into().expect("three columns"), &dv);
+            if i > 0 {
+                for s in 0..2 {
+                    for c in 0..3 {
+                        u = mul_add(u, b[angular(s) + 3 * (i - 1) + c], w[s][3 + c]);
+                    }
+                }
+            }
+            u
         })
     }
 
-    fn transpose_times(b: &[T; 21], s: usize, g: &[T; 3]) -> [T; 6] {
-        let a = &b[angular(s)..];
-        std::array::from_fn(|c| {
-            if c < 3 {
-                sign::<T>(s) * (0..3).fold(T::ZERO, |acc, i| acc + b[3 * i + c] * g[i])
-            } else {
-                (1..3).fold(T::ZERO, |acc, i| acc + a[3 * (i - 1) + c - 3] * g[i])
-            }
+    /// Linear: `∓Fᵀ g`; angular: the tangent rows' parts times `g_t`.
+    #[inline(always)]
+    fn transpose_times(b: &Self::Group, g: &[Lanes<T>; 3]) -> Velocities<T> {
+        let linear: [Lanes<T>; 3] = array(|c| {
+            let col = array(|i| b[3 * i + c]);
+            dot(&col, g)
+        });
+        array(|s| {
+            array(|c| {
+                if c < 3 {
+                    if s == 0 {
+                        array(|l| -linear[c][l])
+                    } else {
+                        linear[c]
+                    }
+                } else {
+                    let a = angular(s) + c - 3;
+                    let t = array(|l| b[a][l] * g[1][l]);
+                    mul_add(t, b[a + 3], g[2])
+                }
+            })
         })
     }
 }
@@ -163,20 +195,46 @@ mod tests {
     fn compact_rows_act_as_the_full_ones() {
         let full = sphere_contact();
         assert!(Compact::fits(&full, 2));
-        let (f, c) = (
-            <Full as Rows<f64>>::encode(&full),
-            <Compact as Rows<f64>>::encode(&full),
+        let (mut f, mut c) = (<Full as Rows<f64>>::ZERO, <Compact as Rows<f64>>::ZERO);
+        // The block in every lane but the last, which stays zero padding.
+        for l in 0..L - 1 {
+            Full::encode(&full, &mut f, l);
+            Compact::encode(&full, &mut c, l);
+        }
+        let w: Velocities<f64> = std::array::from_fn(|s| {
+            std::array::from_fn(|col| {
+                std::array::from_fn(|l| (s * 6 + col) as f64 - 0.3 * l as f64)
+            })
+        });
+        let g: [Lanes<f64>; 3] =
+            std::array::from_fn(|i| std::array::from_fn(|l| 1.5 - i as f64 + 0.25 * l as f64));
+        let (uf, uc) = (Full::times(&f, &w), Compact::times(&c, &w));
+        let (vf, vc) = (
+            Full::transpose_times(&f, &g),
+            Compact::transpose_times(&c, &g),
         );
-        let w = [0.3, -1.2, 0.7, 2.0, -0.5, 0.25];
-        let g = [1.5, -0.25, 0.75];
-        for s in 0..2 {
-            let (a, b) = (Full::times(&f, s, &w), Compact::times(&c, s, &w));
-            (0..3).for_each(|i| assert!((a[i] - b[i]).abs() < 1e-15, "{a:?} {b:?}"));
-            let (a, b) = (
-                Full::transpose_times(&f, s, &g),
-                Compact::transpose_times(&c, s, &g),
-            );
-            (0..6).for_each(|i| assert!((a[i] - b[i]).abs() < 1e-15, "{a:?} {b:?}"));
+        for l in 0..L {
+            let on = if l < L - 1 { 1.0 } else { 0.0 };
+            for i in 0..3 {
+                let want: f64 = (0..2)
+                    .map(|s| {
+                        (0..6)
+                            .map(|col| full[(3 * s + i) * 6 + col] * w[s][col][l])
+                            .sum::<f64>()
+                    })
+                    .sum();
+                for u in [uf[i][l], uc[i][l]] {
+                    assert!((u - on * want).abs() < 1e-13, "{l} {i}: {u} {want}");
+                }
+            }
+            for s in 0..2 {
+                for col in 0..6 {
+                    let want: f64 = (0..3).map(|i| full[(3 * s + i) * 6 + col] * g[i][l]).sum();
+                    for v in [vf[s][col][l], vc[s][col][l]] {
+                        assert!((v - on * want).abs() < 1e-13, "{l} {s} {col}: {v} {want}");
+                    }
+                }
+            }
         }
     }
 

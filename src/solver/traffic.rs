@@ -7,6 +7,7 @@
 //! where the bytes go.
 
 use super::Precision;
+use super::colored::Colouring;
 use super::kernel::{self, Sweep};
 use crate::problem::System;
 
@@ -154,8 +155,15 @@ pub const KERNEL_SOLVERS: &[&str] = &["jacobi", "pgs-colored"];
 /// or a system that is not factored.
 pub fn of(solver: &str, sys: &System, precision: Precision) -> Option<Traffic> {
     match solver {
-        "jacobi" => kernel::traffic(sys, Sweep::Jacobi, precision),
-        "pgs-colored" => kernel::traffic(sys, Sweep::Colored, precision),
+        "jacobi" => {
+            let all: Vec<usize> = (0..sys.blocks()).collect();
+            kernel::traffic(sys, Sweep::Jacobi, &[&all], precision)
+        }
+        "pgs-colored" => {
+            let colouring = Colouring::of(sys);
+            let colours: Vec<&[usize]> = colouring.colours().collect();
+            kernel::traffic(sys, Sweep::Colored, &colours, precision)
+        }
         "pgs" => gauss_seidel(sys),
         _ => None,
     }

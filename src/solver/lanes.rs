@@ -1,0 +1,132 @@
+//! Lanes of the CPU kernel (issue 16): the kernel moves [`L`] consecutive blocks at once,
+//! each quantity of a block a lane of a `[T; L]` array (structure of arrays within a group
+//! of `L` blocks). The helpers here are the lane-wise arithmetic and the cone projection;
+//! they are `#[inline(always)]` so that they compile inside the kernel's `pulp` dispatch
+//! (`pulp::Arch::dispatch`, which runs its closure under the CPU's widest instruction set:
+//! AVX2 + FMA where present, detected at run time), where LLVM maps each `[T; L]` operation
+//! onto vector registers (8 `f32` lanes = one AVX register, 8 `f64` = two).
+
+use crate::problem::real::Real;
+
+/// Blocks per group: the lanes.
+pub(crate) const L: usize = 8;
+
+/// One value per lane.
+pub(crate) type Lanes<T> = [T; L];
+
+/// `[f(0), …, f(N − 1)]`: `std::array::from_fn` without its out-of-line helper, which
+/// would be compiled for the baseline instruction set and called from the dispatched code.
+#[inline(always)]
+pub(crate) fn array<A: Copy + Default, const N: usize>(mut f: impl FnMut(usize) -> A) -> [A; N] {
+    let mut out = [A::default(); N];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = f(i);
+    }
+    out
+}
+
+/// `a + b`, lane-wise.
+#[inline(always)]
+pub(crate) fn add<T: Real>(a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
+    array(|l| a[l] + b[l])
+}
+
+/// `a − b`, lane-wise.
+#[inline(always)]
+pub(crate) fn sub<T: Real>(a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
+    array(|l| a[l] - b[l])
+}
+
+/// `acc + a b`, lane-wise (two roundings, as the scalar code: no fused multiply-add, which
+/// would need a library call where the CPU has none).
+#[inline(always)]
+pub(crate) fn mul_add<T: Real>(acc: Lanes<T>, a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
+    array(|l| acc[l] + a[l] * b[l])
+}
+
+/// `Σ_c a_c b_c` over rows of `N` lane arrays.
+#[inline(always)]
+pub(crate) fn dot<T: Real, const N: usize>(a: &[Lanes<T>; N], b: &[Lanes<T>; N]) -> Lanes<T> {
+    (1..N).fold(array(|l| a[0][l] * b[0][l]), |acc, c| {
+        mul_add(acc, a[c], b[c])
+    })
+}
+
+/// The larger value, lane-wise (a comparison and a select, which vectorize; `NaN` in `a`
+/// gives `b`).
+#[inline(always)]
+pub(crate) fn max<T: Real>(a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
+    array(|l| if a[l] > b[l] { a[l] } else { b[l] })
+}
+
+/// `Π(x)` on each lane's cone, by its coefficient `mu`: negative, the whole space (a
+/// bilateral block); otherwise the circular cone `‖x_t‖ ≤ μ x_n` (a unilateral block is
+/// the cone of `μ = 0` on rows whose tangents are zero padding). The three cases of
+/// [`crate::problem::cone::project_circular`] (inside; polar cone; the boundary at
+/// `n' = (μ‖t‖ + n)/(1 + μ²)`, `t' = μ n' t/‖t‖`), each computed and selected per lane, with
+/// `‖t‖ = √(t₁² + t₂²)`: its squares overflow only where a tangent exceeds `√max` (1.8e19 in
+/// `f32`, 1.3e154 in `f64`), which an iterate reaches only while diverging (the `f64`
+/// residual of the system reports that), so `hypot`'s rescaling buys nothing here.
+#[inline(always)]
+pub(crate) fn project<T: Real>(x: &mut [Lanes<T>; 3], mu: &Lanes<T>) {
+    for l in 0..L {
+        let (n, t1, t2, a) = (x[0][l], x[1][l], x[2][l], mu[l]);
+        let s = (t1 * t1 + t2 * t2).sqrt();
+        // `n ≥ 0` decides `s = 0 ≤ μ n` for `μ = 0` (the unilateral case).
+        let inside = a < T::ZERO || (s <= a * n && n >= T::ZERO);
+        let polar = a * s <= -n;
+        let n_new = (a * s + n) / (T::ONE + a * a);
+        let scale = a * n_new / if s > T::ZERO { s } else { T::ONE };
+        let (n_out, t_scale) = if inside {
+            (n, T::ONE)
+        } else if polar {
+            (T::ZERO, T::ZERO)
+        } else {
+            (n_new, scale)
+        };
+        x[0][l] = n_out;
+        x[1][l] = t1 * t_scale;
+        x[2][l] = t2 * t_scale;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::cone::project_circular;
+
+    #[test]
+    fn lane_projection_is_the_scalar_one() {
+        // Inside, polar, boundary, the apex, zero tangents, μ = 0, and bilateral (μ < 0).
+        let points = [
+            ([1.0, 0.1, -0.2], 0.5),
+            ([-1.0, 0.1, 0.2], 0.5),
+            ([0.3, 2.0, -1.0], 0.5),
+            ([0.0, 0.0, 0.0], 0.5),
+            ([-0.4, 0.0, 0.0], 0.5),
+            ([0.7, 0.3, 0.4], 0.0),
+            ([-0.7, 0.0, 0.0], 0.0),
+            ([-0.7, 3.0, 1.0], -1.0),
+        ];
+        let mut x = [[0.0f64; L]; 3];
+        let mut mu = [0.0f64; L];
+        for (l, (p, m)) in points.iter().enumerate() {
+            (0..3).for_each(|i| x[i][l] = p[i]);
+            mu[l] = *m;
+        }
+        project(&mut x, &mu);
+        for (l, (p, m)) in points.iter().enumerate() {
+            let mut want = *p;
+            if *m >= 0.0 {
+                project_circular(&mut want, *m);
+            }
+            if *m == 0.0 && want[1] == 0.0 && want[2] == 0.0 {
+                // The unilateral cone: `project_circular` keeps a negative normal there.
+                want[0] = want[0].max(0.0);
+            }
+            for i in 0..3 {
+                assert!((x[i][l] - want[i]).abs() < 1e-15, "{l}: {x:?} {want:?}");
+            }
+        }
+    }
+}
