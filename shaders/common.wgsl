@@ -135,7 +135,8 @@ fn project(kind: u32, mu: f32, v: vec3<f32>) -> vec3<f32> {
         let a = mu;
         let n = x.x;
         let s = sqrt(x.y * x.y + x.z * x.z);
-        if s <= a * n {
+        // n >= 0 too: with a = 0 a negative normal and zero tangents also meet s <= a n.
+        if s <= a * n && n >= 0.0 {
             // Inside the cone.
         } else if a * s <= -n {
             x = vec3<f32>(0.0);
@@ -165,7 +166,7 @@ fn projected_move(kind: u32, mu: f32, x: vec3<f32>, s: vec3<f32>) -> vec3<f32> {
         let a = mu;
         let n = v.x;
         let t = sqrt(v.y * v.y + v.z * v.z);
-        if t <= a * n {
+        if t <= a * n && n >= 0.0 {
             return s;
         }
         if a * t <= -n {

@@ -107,7 +107,8 @@ fn distance(a: &[f64], b: &[f64]) -> f64 {
 pub(crate) fn project_circular<T: Real>(x: &mut [T], a: T) {
     let n = x[0];
     let s = x[1].hypot(x[2]);
-    if s <= a * n {
+    // `n ≥ 0` too: with `a = 0` a negative normal and zero tangents also meet `s ≤ a n`.
+    if s <= a * n && n >= T::ZERO {
         return;
     }
     if a * s <= -n {
@@ -188,6 +189,16 @@ mod tests {
             }
             prop_assert!(dot(&p, &q).abs() <= 1e-9 * scale * scale);
         }
+    }
+
+    #[test]
+    fn frictionless_coulomb_projection_keeps_the_normal_non_negative() {
+        // K_0 = ℝ₊ × {0}: a negative normal goes to 0 even when the tangents are exactly 0.
+        let c = Cone::Coulomb { mu: 0.0 };
+        assert_eq!(projected(&c, &[-1.0, 0.0, 0.0]), vec![0.0, 0.0, 0.0]);
+        assert_eq!(projected(&c, &[-1.0, 0.5, 0.0]), vec![0.0, 0.0, 0.0]);
+        assert_eq!(projected(&c, &[1.0, 0.0, 0.0]), vec![1.0, 0.0, 0.0]);
+        assert_eq!(projected(&c, &[2.0, 3.0, 4.0]), vec![2.0, 0.0, 0.0]);
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub fn project(kind: u32, mu: f32, v: [f32; 3]) -> [f32; 3] {
     } else if kind == CONE_COULOMB {
         let (a, n) = (mu, x[0]);
         let s = (x[1] * x[1] + x[2] * x[2]).sqrt();
-        if s <= a * n {
+        if s <= a * n && n >= 0.0 {
             // Inside the cone.
         } else if a * s <= -n {
             x = [0.0; 3];
@@ -112,7 +112,7 @@ pub fn projected_move(kind: u32, mu: f32, x: [f32; 3], s: [f32; 3]) -> [f32; 3] 
     if kind == CONE_COULOMB {
         let (a, n) = (mu, v[0]);
         let t = (v[1] * v[1] + v[2] * v[2]).sqrt();
-        if t <= a * n {
+        if t <= a * n && n >= 0.0 {
             return s;
         }
         if a * t <= -n {

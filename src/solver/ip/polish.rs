@@ -84,7 +84,7 @@ fn projection_jacobian(cone: &Cone, y: &[f64]) -> [f64; 9] {
         Cone::Unilateral => p[0] = if y[0] > 0.0 { 1.0 } else { 0.0 },
         Cone::Coulomb { mu } => {
             let (n, s) = (y[0], y[1].hypot(y[2]));
-            if s <= mu * n {
+            if s <= mu * n && n >= 0.0 {
                 identity(&mut p);
             } else if mu * s <= -n {
                 // The polar cone: the projection is 0.
