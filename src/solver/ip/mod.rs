@@ -443,7 +443,9 @@ impl IpSession {
                     friction: FrictionModel::Ccp,
                     eta: &eta,
                 };
-                gamma = polish::polish_scaled(&map, gamma, value, settings.tol, finish);
+                // A solve of its own stops at the tolerance; an inner solve of the Coulomb
+                // fixed point goes on to rounding level.
+                gamma = polish::polish_scaled(&map, gamma, value, settings.tol, finish, finish);
                 add_phase(&mut phases, PHASE_POLISH, t0.elapsed().as_secs_f64());
             }
             let v = value(&gamma);
@@ -595,6 +597,9 @@ impl Session for IpSession {
                     |g| settings.criterion.of(&measure(g)),
                     settings.tol,
                     true,
+                    // To rounding level: the Siconos error that the Coulomb answers are
+                    // judged by is normalized otherwise than the criterion (GFC3D files).
+                    false,
                 );
                 let res = measure(&gamma);
                 if settings.criterion.of(&res) < settings.criterion.of(&report.residual) {
