@@ -325,7 +325,7 @@ impl IpSession {
                 &std_eta,
                 NEWTON_STEPS,
                 |z| value(z) <= settings.tol,
-            )?;
+            );
             if value(&polished) < value(&z) {
                 z = polished;
             }
@@ -407,7 +407,7 @@ impl IpSession {
                 ),
             };
             let t0 = Instant::now();
-            let next = self.interior(
+            let next = match self.interior(
                 sys,
                 &round_settings,
                 shift.as_deref(),
@@ -417,7 +417,15 @@ impl IpSession {
                 iterations,
                 &mut trace,
                 finish,
-            )?;
+            ) {
+                Ok(next) => next,
+                // A later round whose factorization fails keeps the best answer so far.
+                Err(_) if best.is_some() => {
+                    status = Status::NumericalError;
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
             iterations += next.iterations.max(1);
             add_phase(
                 &mut phases,

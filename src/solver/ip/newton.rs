@@ -25,7 +25,6 @@ use super::cones::Kind;
 use super::kkt::Kkt;
 use super::mehrotra::{Iterate, residuals};
 use super::standard::Standard;
-use crate::error::Result;
 
 /// The smallest eigenvalue of `Π'` kept (a zero eigenvalue is clamped to it).
 const LAMBDA_MIN: f64 = 1e-10;
@@ -119,7 +118,9 @@ fn evaluate(std: &Standard, it: &Iterate, eta: &[f64]) -> Point {
 /// At most `steps` Newton steps on the standard form's natural map (block steps `eta`) from
 /// `it`, each kept only when it reduces `‖F‖² + ‖r_d‖²` (halving the step up to
 /// [`BACKTRACKS`] times), until `done(z)` (the caller's tolerance on the system's own natural
-/// map) or no step helps. Returns the last `z`.
+/// map) or no step helps. Returns the last `z`; a factorization that fails (a pivot faer's
+/// regularization could not rescue) ends the steps like a refused direction, keeping the
+/// interior point's answer.
 pub(crate) fn polish(
     std: &Standard,
     kkt: &mut Kkt,
@@ -127,7 +128,7 @@ pub(crate) fn polish(
     eta: &[f64],
     steps: usize,
     mut done: impl FnMut(&[f64]) -> bool,
-) -> Result<Vec<f64>> {
+) -> Vec<f64> {
     let (n, m) = (std.n, std.m);
     let mut point = evaluate(std, &it, eta);
     let mut blocks = vec![[0.0; 9]; std.blocks.len()];
@@ -156,7 +157,9 @@ pub(crate) fn polish(
             }
             rhs[n + r.start..n + r.end].copy_from_slice(&w[..d]);
         }
-        kkt.factor_blocks(std, &blocks)?;
+        if kkt.factor_blocks(std, &blocks).is_err() {
+            break;
+        }
         kkt.solve(&mut rhs);
         let mut alpha = 1.0;
         for _ in 0..=BACKTRACKS {
@@ -179,5 +182,5 @@ pub(crate) fn polish(
         }
         break;
     }
-    Ok(it.z)
+    it.z
 }
