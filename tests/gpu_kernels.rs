@@ -383,23 +383,28 @@ fn cases(binding: &Binding, d: &ProblemData, rng: &mut Rng) -> Option<Vec<Vec<u8
 /// meets) at 300 spheres for two steps of 13 Jacobi iterations (the second step
 /// warm-started), `balls_in_box` with room for one contact per sphere (the overflowed
 /// step, then the grown room), and `balls_in_box` and `shaker` solved by `spg-gpu` and
-/// `apgd-gpu`: the first three of each kernel, with their inputs.
+/// `apgd-gpu`, and `balls_in_box` by both under the Coulomb model (`step_coulomb`): the first
+/// three of each kernel, with their inputs.
 fn traced() -> Vec<signorini::gpu::step::Dispatch> {
     let mut out = Vec::new();
     let (spg, apgd) = (StepSolver::named("spg-gpu").unwrap(), StepSolver::Apgd);
-    for (name, room, tol, method) in [
-        ("balls_in_box", 4, 1e-3, StepSolver::Jacobi),
-        ("shaker", 4, 1e3, StepSolver::Jacobi),
-        ("balls_in_box", 1, 1e-3, StepSolver::Jacobi),
-        ("balls_in_box", 4, 1e-3, spg),
-        ("shaker", 4, 1e-3, spg),
-        ("balls_in_box", 4, 1e-3, apgd),
-        ("shaker", 4, 1e-3, apgd),
+    let (ccp, coulomb) = (FrictionModel::Ccp, FrictionModel::Coulomb);
+    for (name, room, tol, method, model) in [
+        ("balls_in_box", 4, 1e-3, StepSolver::Jacobi, ccp),
+        ("shaker", 4, 1e3, StepSolver::Jacobi, ccp),
+        ("balls_in_box", 1, 1e-3, StepSolver::Jacobi, ccp),
+        ("balls_in_box", 4, 1e-3, spg, ccp),
+        ("shaker", 4, 1e-3, spg, ccp),
+        ("balls_in_box", 4, 1e-3, apgd, ccp),
+        ("shaker", 4, 1e-3, apgd, ccp),
+        ("balls_in_box", 4, 1e-3, spg, coulomb),
+        ("balls_in_box", 4, 1e-3, apgd, coulomb),
     ] {
         let mut world =
             common::load_scene(&format!("{name}.toml"), &[("lattice.0.count", "300")]).world;
         world.settings.max_iter = 13;
         world.settings.tol = tol;
+        world.settings.friction_model = model;
         let mut res =
             Resident::with_room(MirrorExec::tracing(3), &world, u64::MAX, room, method).unwrap();
         for _ in 0..2 {
@@ -786,7 +791,8 @@ fn host_structs_match_the_shaders() {
     let gate = kernels::STEP_GATE.wgsl();
     check!(gate: StepGate {
         iterations,
-        converged
+        converged,
+        checks
     });
     check!(step: Span { count, keys, mode });
     check!(step: GpuBody {

@@ -16,7 +16,7 @@ use std::path::Path;
 use signorini::app::run::{Outputs, Pipeline, run};
 use signorini::gpu::ProblemData;
 use signorini::gpu::step::{MirrorExec, StepSolver};
-use signorini::problem::System;
+use signorini::problem::{FrictionModel, System};
 use signorini::registry;
 use signorini::sim::resident::{self, Resident};
 use signorini::sim::{RigidBody, World};
@@ -114,8 +114,11 @@ fn mean_height(world: &World) -> f64 {
 }
 
 /// 100 steps of `name` on the GPU solved by `method` and on the CPU with its CPU solver
-/// (`jacobi`, `spg`, `apgd`), both running 100 iterations per step (the tolerance is set to
-/// 1e-12 so that neither stops early).
+/// (`jacobi`, `spg`, `apgd`) under the friction `model`, both running 100 iterations per
+/// step (under CCP the tolerance is set to 1e-12 so that neither stops early; under Coulomb
+/// the scene's tolerance is kept, so that the outer rounds of the De Saxcé fixed point
+/// stop where they meet it on either side). The first step's contacts, found before any
+/// solve, are the same.
 ///
 /// While the CPU returns its last iterate (the GPU pipeline always does; the CPU returns its
 /// best measured iterate when that is an earlier one), the two runs do the same arithmetic
@@ -130,6 +133,7 @@ fn mean_height(world: &World) -> f64 {
 fn hundred_steps_agree(
     name: &str,
     method: StepSolver,
+    model: FrictionModel,
     lockstep: usize,
     height_mm: f64,
     contacts_pct: f64,
@@ -137,15 +141,17 @@ fn hundred_steps_agree(
 ) {
     let Some(ctx) = context() else { return };
     let mut world = scene(name);
-    // 100 Jacobi iterations per step on both sides (the scenes may ship another solver's
-    // cap).
-    world.settings.tol = 1e-12;
+    // 100 iterations per step on both sides (the scenes may ship another solver's cap).
+    world.settings.friction_model = model;
+    if model == FrictionModel::Ccp {
+        world.settings.tol = 1e-12;
+    }
     world.settings.max_iter = 100;
     let mut gpu = Resident::on_device_with(ctx, &world, method).unwrap();
     let cpu = method.name().strip_suffix("-gpu").unwrap();
     let mut solver = Runner::new(registry::solver(cpu).unwrap());
     let (mut tracked, mut peak) = (None, 0.0f64);
-    let mut last = None;
+    let (mut last, mut converged) = (None, [0, 0]);
     for step in 0..100 {
         gpu.step().unwrap();
         let (g, _) = gpu.flush().unwrap()[0];
@@ -160,6 +166,9 @@ fn hundred_steps_agree(
             tracked = Some(step);
         }
         assert_ne!(g.status, Status::NumericalError, "{name} step {step}");
+        if step == 0 {
+            assert_eq!(g.contacts, c.contacts, "{name}: the first step's contacts");
+        }
         if tracked.is_none() && step < lockstep {
             let ke = (g.kinetic_energy - c.kinetic_energy).abs() / c.kinetic_energy;
             assert!(
@@ -169,6 +178,9 @@ fn hundred_steps_agree(
             assert_eq!(g.contacts, c.contacts, "{name} step {step}: contacts");
         }
         peak = peak.max(g.kinetic_energy).max(c.kinetic_energy);
+        for (k, s) in [g.status, c.status].into_iter().enumerate() {
+            converged[k] += usize::from(s == Status::Converged);
+        }
         last = Some((g, c));
     }
     let (g, c) = last.unwrap();
@@ -177,10 +189,23 @@ fn hundred_steps_agree(
     gpu.sync(&mut synced).unwrap();
     let gpu_height = mean_height(&synced);
     eprintln!(
-        "{name}, {cpu}: steps in lockstep {tracked:?}; after 100 steps: mean height gpu {gpu_height:.6} \
-         cpu {cpu_height:.6}, kinetic energy gpu {:.4e} cpu {:.4e}, contacts gpu {} cpu {}",
-        g.kinetic_energy, c.kinetic_energy, g.contacts, c.contacts
+        "{name}, {cpu}, {model:?}: steps in lockstep {tracked:?}; after 100 steps: mean height \
+         gpu {gpu_height:.6} cpu {cpu_height:.6}, kinetic energy gpu {:.4e} cpu {:.4e}, \
+         contacts gpu {} cpu {}; steps converged gpu {} cpu {}; outer rounds on the GPU {}",
+        g.kinetic_energy,
+        c.kinetic_energy,
+        g.contacts,
+        c.contacts,
+        converged[0],
+        converged[1],
+        gpu.rounds()
     );
+    // Under Coulomb a step whose warm start misses the tolerance runs at least one round.
+    if model == FrictionModel::Coulomb {
+        assert!(gpu.rounds() >= 50, "{name}: {} outer rounds", gpu.rounds());
+    } else {
+        assert_eq!(gpu.rounds(), 0, "{name}: outer rounds under CCP");
+    }
     assert!(
         tracked.is_none_or(|s| s >= lockstep),
         "{name}: lockstep for {tracked:?} steps only"
@@ -224,6 +249,7 @@ fn hundred_steps_of_balls_in_box_agree_with_the_cpu() {
     hundred_steps_agree(
         "balls_in_box",
         StepSolver::Jacobi,
+        FrictionModel::Ccp,
         10,
         1.0,
         2.0,
@@ -236,14 +262,49 @@ fn hundred_steps_of_balls_in_box_with_spg_agree_with_the_cpu() {
     // The bounds of `jacobi`. The CPU's best measured iterate (measured every iteration,
     // on the GPU every CHECK_EVERY) parts the runs at the third step.
     let spg = StepSolver::named("spg-gpu").unwrap();
-    hundred_steps_agree("balls_in_box", spg, 2, 1.0, 2.0, Energy::Settled(0.03));
+    hundred_steps_agree(
+        "balls_in_box",
+        spg,
+        FrictionModel::Ccp,
+        2,
+        1.0,
+        2.0,
+        Energy::Settled(0.03),
+    );
 }
 
 #[test]
 fn hundred_steps_of_balls_in_box_with_apgd_agree_with_the_cpu() {
     // As `spg`, from the sixth step.
     let apgd = StepSolver::Apgd;
-    hundred_steps_agree("balls_in_box", apgd, 5, 1.0, 2.0, Energy::Settled(0.03));
+    hundred_steps_agree(
+        "balls_in_box",
+        apgd,
+        FrictionModel::Ccp,
+        5,
+        1.0,
+        2.0,
+        Energy::Settled(0.03),
+    );
+}
+
+#[test]
+fn hundred_steps_of_balls_in_box_under_coulomb_with_spg_agree_with_the_cpu() {
+    // The outer De Saxcé rounds: of CHECK_EVERY inner iterations on the GPU, of an inner
+    // solve to the tolerance on the CPU; no lockstep. The bounds of CCP.
+    let spg = StepSolver::named("spg-gpu").unwrap();
+    let coulomb = FrictionModel::Coulomb;
+    let energy = Energy::Settled(0.03);
+    hundred_steps_agree("balls_in_box", spg, coulomb, 0, 1.0, 2.0, energy);
+}
+
+#[test]
+fn hundred_steps_of_balls_in_box_under_coulomb_with_apgd_agree_with_the_cpu() {
+    // As `spg`.
+    let apgd = StepSolver::Apgd;
+    let coulomb = FrictionModel::Coulomb;
+    let energy = Energy::Settled(0.03);
+    hundred_steps_agree("balls_in_box", apgd, coulomb, 0, 1.0, 2.0, energy);
 }
 
 #[test]
@@ -251,7 +312,15 @@ fn hundred_steps_of_sphere_pile_agree_with_the_cpu() {
     // Still settling after 100 steps of 100 iterations (3–4 % of the peak kinetic energy on
     // both): the residual motion of the same size (observed ratio 0.77).
     let jacobi = StepSolver::Jacobi;
-    hundred_steps_agree("sphere_pile", jacobi, 10, 1.0, 2.0, Energy::Within(2.0));
+    hundred_steps_agree(
+        "sphere_pile",
+        jacobi,
+        FrictionModel::Ccp,
+        10,
+        1.0,
+        2.0,
+        Energy::Within(2.0),
+    );
 }
 
 #[test]
@@ -259,7 +328,15 @@ fn hundred_steps_of_shaker_agree_with_the_cpu() {
     // Shaken, not settled: the gas of spheres keeps its energy from the walls; the mean
     // height and the contacts are statistics of that state.
     let jacobi = StepSolver::Jacobi;
-    hundred_steps_agree("shaker", jacobi, 5, 5.0, 10.0, Energy::Within(1.5));
+    hundred_steps_agree(
+        "shaker",
+        jacobi,
+        FrictionModel::Ccp,
+        5,
+        5.0,
+        10.0,
+        Energy::Within(1.5),
+    );
 }
 
 /// Two GPU runs of the same scene solved by `method` give bit-identical statistics and
@@ -505,15 +582,16 @@ fn simulate_says_which_pipeline_ran() {
     assert_eq!(summary(&["--solver", "apgd-gpu"]).0, "gpu-resident");
     // `--device gpu` picks the GPU variant of the scene's solver.
     assert_eq!(summary(&["--device", "gpu"]).0, "gpu-resident");
-    let coulomb = [
-        "--solver",
-        "apgd-gpu",
-        "--set",
-        "settings.friction_model=coulomb",
-    ];
-    let (pipeline, note) = summary(&coulomb);
-    assert_eq!(pipeline, "gpu-solve");
-    assert!(note.contains("De Saxcé"), "{note}");
+    // The Coulomb model too: `spg-gpu` and `apgd-gpu` by their outer De Saxcé rounds.
+    for solver in ["spg-gpu", "apgd-gpu"] {
+        let coulomb = [
+            "--solver",
+            solver,
+            "--set",
+            "settings.friction_model=coulomb",
+        ];
+        assert_eq!(summary(&coulomb).0, "gpu-resident", "{solver}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -32,12 +32,12 @@ struct StepParams {
 }
 
 // Where a step's iterations stand: the iterations done when they stopped (max_iter until
-// then) and whether they stopped on the tolerance.
+// then), whether they stopped on the tolerance, and the convergence tests run.
 struct StepGate {
     iterations: u32,
     converged: u32,
-    pad0: u32,
-    pad1: u32,
+    checks: u32,
+    pad: u32,
 }
 
 // Sizes of a generic sort or scan dispatch, and the pass of the narrow phase.

@@ -2,7 +2,8 @@
 // `span.count`, when the monitor's residual (of that iterate) meets the tolerance, the
 // iterations stop: the indirect dispatch arguments of the iterations' kernels (bodies,
 // blocks, single workgroup, rows: every third word a workgroup count) get no workgroups for
-// the rest of the step, and the gate records the iterations done. A NaN residual does not meet it. Mirror: `src/gpu/cpu/step.rs::step_gate`.
+// the rest of the step, and the gate records the iterations done; it counts the tests run
+// until then. A NaN residual does not meet it. Mirror: `src/gpu/cpu/step.rs::step_gate`.
 
 @group(0) @binding(0) var<uniform> params: StepParams;
 @group(0) @binding(1) var<uniform> span: Span;
@@ -15,6 +16,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     if lid.x != 0u || gate.converged == 1u {
         return;
     }
+    gate.checks += 1u;
     if monitor.value <= params.tol {
         gate.converged = 1u;
         gate.iterations = span.count;

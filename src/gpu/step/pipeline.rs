@@ -35,6 +35,10 @@ pub struct GpuStepStats {
     pub non_finite: bool,
     /// Iterations run (fewer than `max_iter` when a check met the tolerance).
     pub iterations: usize,
+    /// Outer rounds of the Coulomb model's De Saxcé fixed point (`spg-gpu`, `apgd-gpu`):
+    /// inner solves of up to [`super::CHECK_EVERY`] iterations, each from an update of the
+    /// shift; 0 for the other solves.
+    pub rounds: usize,
 }
 
 /// What [`StepPipeline::read_assembly`] reads back.
@@ -209,6 +213,11 @@ impl<E: Executor> StepPipeline<E> {
                     relative_residual: f64::from(slot.monitor.relative),
                     non_finite: slot.stats.sums[2] > 0.0,
                     iterations: slot.gate.iterations as usize,
+                    rounds: if self.schedule.outer_rounds {
+                        slot.gate.checks.saturating_sub(1) as usize
+                    } else {
+                        0
+                    },
                 }
             })
             .collect())
