@@ -114,10 +114,7 @@ fn mean_height(world: &World) -> f64 {
 }
 
 /// 100 steps of `name` on the GPU solved by `method` and on the CPU with its CPU solver
-/// (`jacobi`, `spg`, `apgd`) under the friction `model`, both running 100 iterations per
-/// step (under CCP the tolerance is set to 1e-12 so that neither stops early; under Coulomb
-/// the scene's tolerance is kept, so that the outer rounds of the De Saxcé fixed point
-/// stop where they meet it on either side). The first step's contacts, found before any
+/// (`jacobi`, `spg`, `apgd`) as `setup` says. The first step's contacts, found before any
 /// solve, are the same.
 ///
 /// While the CPU returns its last iterate (the GPU pipeline always does; the CPU returns its
@@ -133,20 +130,29 @@ fn mean_height(world: &World) -> f64 {
 fn hundred_steps_agree(
     name: &str,
     method: StepSolver,
-    model: FrictionModel,
+    setup: Setup,
     lockstep: usize,
     height_mm: f64,
     contacts_pct: f64,
     energy: Energy,
 ) {
     let Some(ctx) = context() else { return };
-    let mut world = scene(name);
-    // 100 iterations per step on both sides (the scenes may ship another solver's cap).
+    let model = match setup {
+        Setup::Ccp => FrictionModel::Ccp,
+        Setup::Coulomb => FrictionModel::Coulomb,
+    };
+    let mut world = match setup {
+        Setup::Ccp => scene(name),
+        Setup::Coulomb => {
+            common::load_scene(&format!("{name}.toml"), &[("lattice.0.count", "200")]).world
+        }
+    };
     world.settings.friction_model = model;
-    if model == FrictionModel::Ccp {
-        world.settings.tol = 1e-12;
-    }
-    world.settings.max_iter = 100;
+    // The iterations per step on both sides (the scenes may ship another solver's cap).
+    (world.settings.tol, world.settings.max_iter) = match setup {
+        Setup::Ccp => (1e-12, 100),
+        Setup::Coulomb => (world.settings.tol, 300),
+    };
     let mut gpu = Resident::on_device_with(ctx, &world, method).unwrap();
     let cpu = method.name().strip_suffix("-gpu").unwrap();
     let mut solver = Runner::new(registry::solver(cpu).unwrap());
@@ -233,6 +239,21 @@ fn hundred_steps_agree(
     }
 }
 
+/// The runs of [`hundred_steps_agree`].
+#[derive(Clone, Copy)]
+enum Setup {
+    /// The scene as shipped under CCP, 100 iterations per step on both sides and the
+    /// tolerance set to 1e-12 so that neither stops early.
+    Ccp,
+    /// The scene at 200 spheres under Coulomb, the scene's tolerance and a cap of 300
+    /// iterations: the CPU's outer De Saxcé rounds (each an inner solve to the tolerance)
+    /// meet the tolerance on most steps, as the GPU's (each `CHECK_EVERY` inner
+    /// iterations) do. At 1000 spheres the CPU's first inner solve of a settled step takes
+    /// the whole cap (one round, 0.1–0.3 m/s left of the Coulomb residual, the pile never
+    /// settles) where the GPU's rounds end near 2e-3: not the same solve to compare.
+    Coulomb,
+}
+
 /// How two runs' kinetic energies after 100 steps must agree.
 enum Energy {
     /// Both settled: below this share of the run's peak (the residual motion of a pile is
@@ -249,7 +270,7 @@ fn hundred_steps_of_balls_in_box_agree_with_the_cpu() {
     hundred_steps_agree(
         "balls_in_box",
         StepSolver::Jacobi,
-        FrictionModel::Ccp,
+        Setup::Ccp,
         10,
         1.0,
         2.0,
@@ -265,7 +286,7 @@ fn hundred_steps_of_balls_in_box_with_spg_agree_with_the_cpu() {
     hundred_steps_agree(
         "balls_in_box",
         spg,
-        FrictionModel::Ccp,
+        Setup::Ccp,
         2,
         1.0,
         2.0,
@@ -280,7 +301,7 @@ fn hundred_steps_of_balls_in_box_with_apgd_agree_with_the_cpu() {
     hundred_steps_agree(
         "balls_in_box",
         apgd,
-        FrictionModel::Ccp,
+        Setup::Ccp,
         5,
         1.0,
         2.0,
@@ -291,20 +312,21 @@ fn hundred_steps_of_balls_in_box_with_apgd_agree_with_the_cpu() {
 #[test]
 fn hundred_steps_of_balls_in_box_under_coulomb_with_spg_agree_with_the_cpu() {
     // The outer De Saxcé rounds: of CHECK_EVERY inner iterations on the GPU, of an inner
-    // solve to the tolerance on the CPU; no lockstep. The bounds of CCP.
+    // solve to the tolerance on the CPU, so no lockstep; both meet the tolerance on most
+    // steps. A thinner pile still settling after 100 steps (1.5 % of its peak kinetic
+    // energy): 1 mm of mean height, 3 % of the contacts (observed 1.4 %), residual motion
+    // of the same size (observed ratio 1.17).
     let spg = StepSolver::named("spg-gpu").unwrap();
-    let coulomb = FrictionModel::Coulomb;
-    let energy = Energy::Settled(0.03);
-    hundred_steps_agree("balls_in_box", spg, coulomb, 0, 1.0, 2.0, energy);
+    let energy = Energy::Within(1.5);
+    hundred_steps_agree("balls_in_box", spg, Setup::Coulomb, 0, 1.0, 3.0, energy);
 }
 
 #[test]
 fn hundred_steps_of_balls_in_box_under_coulomb_with_apgd_agree_with_the_cpu() {
-    // As `spg`.
+    // As `spg` (observed: contacts 0.3 %, kinetic energy ratio 1.09).
     let apgd = StepSolver::Apgd;
-    let coulomb = FrictionModel::Coulomb;
-    let energy = Energy::Settled(0.03);
-    hundred_steps_agree("balls_in_box", apgd, coulomb, 0, 1.0, 2.0, energy);
+    let energy = Energy::Within(1.5);
+    hundred_steps_agree("balls_in_box", apgd, Setup::Coulomb, 0, 1.0, 3.0, energy);
 }
 
 #[test]
@@ -315,7 +337,7 @@ fn hundred_steps_of_sphere_pile_agree_with_the_cpu() {
     hundred_steps_agree(
         "sphere_pile",
         jacobi,
-        FrictionModel::Ccp,
+        Setup::Ccp,
         10,
         1.0,
         2.0,
@@ -331,7 +353,7 @@ fn hundred_steps_of_shaker_agree_with_the_cpu() {
     hundred_steps_agree(
         "shaker",
         jacobi,
-        FrictionModel::Ccp,
+        Setup::Ccp,
         5,
         5.0,
         10.0,
