@@ -517,6 +517,72 @@ fn block_steps_on_the_device_match_the_host() {
     );
 }
 
+/// The gate of the time step's convergence tests on the device as in its mirror, on the
+/// cases of the stall rule of the Coulomb model's outer rounds (`span.keys` tests in a row
+/// without a better iterate stop the iterations, not converged): the last allowed test
+/// without improvement stops them, one with improvement starts the count again, and
+/// without the rule (`keys` 0, CCP and Jacobi) nothing is counted.
+#[test]
+fn the_gate_stops_stalled_coulomb_rounds() {
+    let Some(ctx) = context() else { return };
+    let params = StepParams {
+        tol: 1e-3,
+        ..bytemuck::Zeroable::zeroed()
+    };
+    let gate = StepGate {
+        iterations: 50,
+        converged: 0,
+        checks: 5,
+        stalled: 19,
+    };
+    // (keys, improved) → (stalled, iterations, stopped).
+    for ((keys, improved), want) in [
+        ((20, 0), (20, 40, true)),
+        ((20, 1), (0, 50, false)),
+        ((0, 0), (19, 50, false)),
+    ] {
+        let span = Span {
+            count: 40,
+            keys,
+            mode: 0,
+            pad: 0,
+        };
+        let monitor = Monitor {
+            value: 1.0,
+            improved,
+            ..bytemuck::Zeroable::zeroed()
+        };
+        let contents = [
+            bytes(&[params]),
+            bytes(&[span]),
+            bytes(&[monitor]),
+            bytes(&[gate]),
+            bytes(&[7u32; 12]),
+        ];
+        let contents: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+        let gpu = dispatch_once(&ctx, &kernels::STEP_GATE, 1, &contents).unwrap();
+        let cpu = kernels::STEP_GATE.mirror_once(&contents).unwrap();
+        assert_eq!(
+            gpu, cpu,
+            "keys {keys}, improved {improved}: device and mirror"
+        );
+        let got: StepGate = bytemuck::pod_read_unaligned(&gpu[3]);
+        let args: Vec<u32> = bytemuck::pod_collect_to_vec(&gpu[4]);
+        let stopped = args.iter().step_by(3).all(|&a| a == 0);
+        assert_eq!(
+            (
+                got.stalled,
+                got.iterations,
+                stopped,
+                got.converged,
+                got.checks
+            ),
+            (want.0, want.1, want.2, 0, 6),
+            "keys {keys}, improved {improved}"
+        );
+    }
+}
+
 /// Every kernel of the registry against its CPU mirror, on every combination of its
 /// bindings' generated cases on each problem form that provides them and on the recorded
 /// inputs of the time step ([`traced`]), within [`PARITY_EPS`]; every buffer a kernel writes
@@ -792,7 +858,8 @@ fn host_structs_match_the_shaders() {
     check!(gate: StepGate {
         iterations,
         converged,
-        checks
+        checks,
+        stalled
     });
     check!(step: Span { count, keys, mode });
     check!(step: GpuBody {

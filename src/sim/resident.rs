@@ -374,6 +374,8 @@ impl<E: Executor> Resident<E> {
             Status::NumericalError
         } else if residual <= self.tol {
             Status::Converged
+        } else if s.stalled {
+            Status::Stalled
         } else {
             Status::MaxIterations
         };

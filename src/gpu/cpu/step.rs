@@ -387,7 +387,8 @@ pub fn step_link_keys(p: &StepParams, offsets: &[u32], contacts: &[GpuContact], 
 
 /// `step_gate.wgsl`: at the check before iteration `span.count`, stops the iterations (their
 /// indirect dispatches get no workgroups) when the monitor's residual meets the tolerance;
-/// counts the tests run until then.
+/// counts the tests run until then; with `span.keys` > 0, also stops after that many tests in
+/// a row without improvement (the stall rule of the Coulomb model's outer rounds).
 pub fn step_gate(
     p: &StepParams,
     span: &Span,
@@ -395,16 +396,28 @@ pub fn step_gate(
     gate: &mut StepGate,
     args: &mut [u32],
 ) {
-    if gate.converged == 1 {
+    let stall = span.keys > 0;
+    if gate.converged == 1 || (stall && gate.stalled >= span.keys) {
         return;
     }
     gate.checks += 1;
     if monitor.value <= p.tol {
         gate.converged = 1;
-        gate.iterations = span.count;
-        for a in args.iter_mut().step_by(3) {
-            *a = 0;
+    } else if stall {
+        gate.stalled = if monitor.improved == 1 {
+            0
+        } else {
+            gate.stalled + 1
+        };
+        if gate.stalled < span.keys {
+            return;
         }
+    } else {
+        return;
+    }
+    gate.iterations = span.count;
+    for a in args.iter_mut().step_by(3) {
+        *a = 0;
     }
 }
 

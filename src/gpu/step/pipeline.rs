@@ -10,6 +10,7 @@ use super::exec::{DeviceExec, Executor};
 use super::schedule::{SLOT_BYTES, Schedule, StatsSlot, StepSolver};
 use crate::error::{Error, Result};
 use crate::gpu::GpuBlock;
+use crate::solver::coulomb::STALL_ROUNDS;
 
 /// Steps whose statistics wait on the device before a readback.
 pub const RING: u32 = 32;
@@ -39,6 +40,9 @@ pub struct GpuStepStats {
     /// inner solves of up to [`super::CHECK_EVERY`] iterations, each from an update of the
     /// shift; 0 for the other solves.
     pub rounds: usize,
+    /// Whether those rounds stopped on `solver::coulomb`'s stall rule (the best iterate not
+    /// improved for as many rounds as the CPU allows).
+    pub stalled: bool,
 }
 
 /// What [`StepPipeline::read_assembly`] reads back.
@@ -218,6 +222,7 @@ impl<E: Executor> StepPipeline<E> {
                     } else {
                         0
                     },
+                    stalled: slot.gate.stalled as usize >= STALL_ROUNDS,
                 }
             })
             .collect())

@@ -19,6 +19,7 @@ use crate::gpu::kernels::{
     STEP_SORT_SEGMENTS, STEP_STATS, STEP_WARM_START, WORKGROUP,
 };
 use crate::gpu::spg;
+use crate::solver::coulomb::STALL_ROUNDS;
 use crate::solver::{Apgd, Spg, SpgParams};
 
 /// Iterations between two convergence tests of a step's solve (counted back from its last
@@ -440,7 +441,13 @@ impl Iterations {
         if let Some(best) = best {
             ops.push(self.rows_op(&COPY_IF, &[self.solver, self.monitor, x, best]));
         }
-        let at = b.span(k as u32, 0, 0);
+        // The stall rule of the outer rounds (`solver::coulomb`): each check ends a round.
+        let stall = if self.assembled.is_some() {
+            STALL_ROUNDS as u32
+        } else {
+            0
+        };
+        let at = b.span(k as u32, stall, 0);
         ops.push(dispatch(
             &STEP_GATE,
             &[self.step_params, at, self.monitor, self.gate, self.args],
