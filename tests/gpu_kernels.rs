@@ -383,23 +383,28 @@ fn cases(binding: &Binding, d: &ProblemData, rng: &mut Rng) -> Option<Vec<Vec<u8
 /// meets) at 300 spheres for two steps of 13 Jacobi iterations (the second step
 /// warm-started), `balls_in_box` with room for one contact per sphere (the overflowed
 /// step, then the grown room), and `balls_in_box` and `shaker` solved by `spg-gpu` and
-/// `apgd-gpu`: the first three of each kernel, with their inputs.
+/// `apgd-gpu`, and `balls_in_box` by both under the Coulomb model (`step_coulomb`): the first
+/// three of each kernel, with their inputs.
 fn traced() -> Vec<signorini::gpu::step::Dispatch> {
     let mut out = Vec::new();
     let (spg, apgd) = (StepSolver::named("spg-gpu").unwrap(), StepSolver::Apgd);
-    for (name, room, tol, method) in [
-        ("balls_in_box", 4, 1e-3, StepSolver::Jacobi),
-        ("shaker", 4, 1e3, StepSolver::Jacobi),
-        ("balls_in_box", 1, 1e-3, StepSolver::Jacobi),
-        ("balls_in_box", 4, 1e-3, spg),
-        ("shaker", 4, 1e-3, spg),
-        ("balls_in_box", 4, 1e-3, apgd),
-        ("shaker", 4, 1e-3, apgd),
+    let (ccp, coulomb) = (FrictionModel::Ccp, FrictionModel::Coulomb);
+    for (name, room, tol, method, model) in [
+        ("balls_in_box", 4, 1e-3, StepSolver::Jacobi, ccp),
+        ("shaker", 4, 1e3, StepSolver::Jacobi, ccp),
+        ("balls_in_box", 1, 1e-3, StepSolver::Jacobi, ccp),
+        ("balls_in_box", 4, 1e-3, spg, ccp),
+        ("shaker", 4, 1e-3, spg, ccp),
+        ("balls_in_box", 4, 1e-3, apgd, ccp),
+        ("shaker", 4, 1e-3, apgd, ccp),
+        ("balls_in_box", 4, 1e-3, spg, coulomb),
+        ("balls_in_box", 4, 1e-3, apgd, coulomb),
     ] {
         let mut world =
             common::load_scene(&format!("{name}.toml"), &[("lattice.0.count", "300")]).world;
         world.settings.max_iter = 13;
         world.settings.tol = tol;
+        world.settings.friction_model = model;
         let mut res =
             Resident::with_room(MirrorExec::tracing(3), &world, u64::MAX, room, method).unwrap();
         for _ in 0..2 {
@@ -510,6 +515,72 @@ fn block_steps_on_the_device_match_the_host() {
         d.blocks.iter().all(|b| b.eta > 0.0),
         "every block has a step"
     );
+}
+
+/// The gate of the time step's convergence tests on the device as in its mirror, on the
+/// cases of the stall rule of the Coulomb model's outer rounds (`span.keys` tests in a row
+/// without a better iterate stop the iterations, not converged): the last allowed test
+/// without improvement stops them, one with improvement starts the count again, and
+/// without the rule (`keys` 0, CCP and Jacobi) nothing is counted.
+#[test]
+fn the_gate_stops_stalled_coulomb_rounds() {
+    let Some(ctx) = context() else { return };
+    let params = StepParams {
+        tol: 1e-3,
+        ..bytemuck::Zeroable::zeroed()
+    };
+    let gate = StepGate {
+        iterations: 50,
+        converged: 0,
+        checks: 5,
+        stalled: 19,
+    };
+    // (keys, improved) → (stalled, iterations, stopped).
+    for ((keys, improved), want) in [
+        ((20, 0), (20, 40, true)),
+        ((20, 1), (0, 50, false)),
+        ((0, 0), (19, 50, false)),
+    ] {
+        let span = Span {
+            count: 40,
+            keys,
+            mode: 0,
+            pad: 0,
+        };
+        let monitor = Monitor {
+            value: 1.0,
+            improved,
+            ..bytemuck::Zeroable::zeroed()
+        };
+        let contents = [
+            bytes(&[params]),
+            bytes(&[span]),
+            bytes(&[monitor]),
+            bytes(&[gate]),
+            bytes(&[7u32; 12]),
+        ];
+        let contents: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+        let gpu = dispatch_once(&ctx, &kernels::STEP_GATE, 1, &contents).unwrap();
+        let cpu = kernels::STEP_GATE.mirror_once(&contents).unwrap();
+        assert_eq!(
+            gpu, cpu,
+            "keys {keys}, improved {improved}: device and mirror"
+        );
+        let got: StepGate = bytemuck::pod_read_unaligned(&gpu[3]);
+        let args: Vec<u32> = bytemuck::pod_collect_to_vec(&gpu[4]);
+        let stopped = args.iter().step_by(3).all(|&a| a == 0);
+        assert_eq!(
+            (
+                got.stalled,
+                got.iterations,
+                stopped,
+                got.converged,
+                got.checks
+            ),
+            (want.0, want.1, want.2, 0, 6),
+            "keys {keys}, improved {improved}"
+        );
+    }
 }
 
 /// Every kernel of the registry against its CPU mirror, on every combination of its
@@ -786,7 +857,9 @@ fn host_structs_match_the_shaders() {
     let gate = kernels::STEP_GATE.wgsl();
     check!(gate: StepGate {
         iterations,
-        converged
+        converged,
+        checks,
+        stalled
     });
     check!(step: Span { count, keys, mode });
     check!(step: GpuBody {

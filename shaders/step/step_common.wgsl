@@ -32,12 +32,13 @@ struct StepParams {
 }
 
 // Where a step's iterations stand: the iterations done when they stopped (max_iter until
-// then) and whether they stopped on the tolerance.
+// then), whether they stopped on the tolerance, the convergence tests run, and the tests in
+// a row without improvement (under the stall rule of the Coulomb model's outer rounds).
 struct StepGate {
     iterations: u32,
     converged: u32,
-    pad0: u32,
-    pad1: u32,
+    checks: u32,
+    stalled: u32,
 }
 
 // Sizes of a generic sort or scan dispatch, and the pass of the narrow phase.

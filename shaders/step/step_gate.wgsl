@@ -2,7 +2,11 @@
 // `span.count`, when the monitor's residual (of that iterate) meets the tolerance, the
 // iterations stop: the indirect dispatch arguments of the iterations' kernels (bodies,
 // blocks, single workgroup, rows: every third word a workgroup count) get no workgroups for
-// the rest of the step, and the gate records the iterations done. A NaN residual does not meet it. Mirror: `src/gpu/cpu/step.rs::step_gate`.
+// the rest of the step, and the gate records the iterations done; it counts the tests run
+// until then. A NaN residual does not meet it. With `span.keys` > 0 (the outer rounds of the
+// Coulomb model, `solver::coulomb`'s stall rule) the iterations also stop, not converged,
+// after that many tests in a row whose iterate did not improve on the best one.
+// Mirror: `src/gpu/cpu/step.rs::step_gate`.
 
 @group(0) @binding(0) var<uniform> params: StepParams;
 @group(0) @binding(1) var<uniform> span: Span;
@@ -12,14 +16,23 @@
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
-    if lid.x != 0u || gate.converged == 1u {
+    let stall = span.keys > 0u;
+    if lid.x != 0u || gate.converged == 1u || (stall && gate.stalled >= span.keys) {
         return;
     }
+    gate.checks += 1u;
     if monitor.value <= params.tol {
         gate.converged = 1u;
-        gate.iterations = span.count;
-        for (var i = 0u; i < arrayLength(&args); i += 3u) {
-            args[i] = 0u;
+    } else if stall {
+        gate.stalled = select(gate.stalled + 1u, 0u, monitor.improved == 1u);
+        if gate.stalled < span.keys {
+            return;
         }
+    } else {
+        return;
+    }
+    gate.iterations = span.count;
+    for (var i = 0u; i < arrayLength(&args); i += 3u) {
+        args[i] = 0u;
     }
 }

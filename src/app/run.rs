@@ -522,7 +522,7 @@ fn resident_for(
             Err("the answers are certified in f64 (--certify), which needs them on the host".into())
         }
         Some(_) if dumps => Err("problems are dumped, which needs the CPU's assembly".into()),
-        Some(method) => resident::unqualified_for(world, method).map_or(Ok(method), Err),
+        Some(method) => resident::unqualified(world).map_or(Ok(method), Err),
     };
     let method = match chosen {
         Ok(method) => method,

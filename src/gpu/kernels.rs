@@ -458,6 +458,11 @@ pub const STEP_INTEGRATE: Kernel = kernel!(step step_integrate, false, Items, [
 pub const STEP_GATE: Kernel = kernel!(step step_gate, false, Single, [
     params: Uniform (StepParams), span: Uniform (Span), monitor: Read (Monitor),
     gate: Write (StepGate), args: Write [Words]]);
+/// The De Saxcé term `μ‖u_t‖` of the Coulomb blocks into a shifted copy of `r` (the outer
+/// fixed point of `spg-gpu` and `apgd-gpu` in the time step), the velocities moved alike.
+pub const STEP_COULOMB: Kernel = kernel!(step step_coulomb, false, Blocks, [
+    solver: Uniform (Params), blocks: Read [Blocks], r: Read [Rows], shifted: Write [Rows],
+    u: Write [Rows], other: Write [Rows]]);
 /// Keeps the step's contacts and impulses for the next warm start (not an overflowed step's).
 pub const STEP_KEEP: Kernel = kernel!(step step_keep, false, Items, [
     params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
@@ -506,6 +511,7 @@ pub const ALL: &[Kernel] = &[
     STEP_PRECOND,
     STEP_APGD_START,
     STEP_GATE,
+    STEP_COULOMB,
     STEP_INTEGRATE,
     STEP_KEEP,
     STEP_STATS,

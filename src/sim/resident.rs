@@ -63,22 +63,6 @@ pub fn unqualified(world: &World) -> Option<String> {
         })
 }
 
-/// [`unqualified`], and for `spg-gpu` and `apgd-gpu` the friction model: they solve the
-/// Coulomb model by the outer De Saxcé fixed point of the CPU solvers, which the step does not
-/// run (projected Jacobi takes the model in its kernels).
-pub fn unqualified_for(world: &World, method: StepSolver) -> Option<String> {
-    unqualified(world).or_else(|| {
-        (method != StepSolver::Jacobi && world.settings.friction_model == FrictionModel::Coulomb)
-            .then(|| {
-                format!(
-                    "{} solves the Coulomb friction model by an outer De Saxcé fixed point, \
-                     which the GPU-resident step does not run",
-                    method.name()
-                )
-            })
-    })
-}
-
 fn shape_name(shape: &Shape) -> &'static str {
     match shape {
         Shape::Sphere { .. } => "sphere",
@@ -177,6 +161,8 @@ pub struct Resident<E: Executor = DeviceExec> {
     since: Instant,
     /// Host time outside the waits on the device, s.
     host_s: f64,
+    /// Outer rounds of the Coulomb model's fixed point in the steps read back.
+    rounds: usize,
     dt: f64,
     tol: f64,
     criterion: Criterion,
@@ -216,7 +202,7 @@ impl<E: Executor> Resident<E> {
     }
 
     /// [`Resident::new`] with room for `per_sphere` contacts per sphere to begin with,
-    /// solving with `method` (refused as [`unqualified_for`] says).
+    /// solving with `method` (refused as [`unqualified`] says).
     pub fn with_room(
         exec: E,
         world: &World,
@@ -224,11 +210,10 @@ impl<E: Executor> Resident<E> {
         per_sphere: u32,
         method: StepSolver,
     ) -> Result<Self> {
-        if let Some(why) = unqualified_for(world, method) {
+        if let Some(why) = unqualified(world) {
             return Err(Error::Gpu(format!(
                 "the GPU-resident step takes dynamic spheres and fixed or kinematic planes \
-                 without joints, solved by jacobi-gpu, spg-gpu or apgd-gpu (CCP for the \
-                 last two): {why}"
+                 without joints, solved by jacobi-gpu, spg-gpu or apgd-gpu: {why}"
             )));
         }
         let (mut spheres, mut planes, mut gpu) = (Vec::new(), Vec::new(), Vec::new());
@@ -262,6 +247,7 @@ impl<E: Executor> Resident<E> {
             done: 0,
             since: Instant::now(),
             host_s: 0.0,
+            rounds: 0,
             dt: s.dt,
             tol: s.tol,
             criterion: s.criterion,
@@ -338,6 +324,7 @@ impl<E: Executor> Resident<E> {
             let good = batch.iter().position(|s| s.overflow).unwrap_or(batch.len());
             for s in &batch[..good] {
                 self.done += 1;
+                self.rounds += s.rounds;
                 out.push(self.stats(s, wall));
             }
             let Some(over) = batch.get(good) else {
@@ -370,6 +357,13 @@ impl<E: Executor> Resident<E> {
         self.host_s
     }
 
+    /// Outer rounds of the De Saxcé fixed point run so far in the steps read back (under
+    /// the Coulomb model with `spg-gpu` or `apgd-gpu`; 0 otherwise): see
+    /// [`GpuStepStats::rounds`].
+    pub fn rounds(&self) -> usize {
+        self.rounds
+    }
+
     /// The [`Row`] of the step read back as `s`, `wall` its share of the wall time.
     fn stats(&self, s: &GpuStepStats, wall: f64) -> Row {
         let residual = match self.criterion {
@@ -380,6 +374,8 @@ impl<E: Executor> Resident<E> {
             Status::NumericalError
         } else if residual <= self.tol {
             Status::Converged
+        } else if s.stalled {
+            Status::Stalled
         } else {
             Status::MaxIterations
         };

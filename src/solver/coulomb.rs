@@ -12,7 +12,7 @@ use crate::problem::merit::{self, Residual};
 use crate::problem::{Cone, FrictionModel, System};
 
 /// Outer rounds without improvement of the Coulomb residual before giving up.
-const STALL_ROUNDS: usize = 20;
+pub(crate) const STALL_ROUNDS: usize = 20;
 
 /// Solves `sys` under `settings.friction` with `inner(settings, bias)`, a CCP solver of the
 /// problem with `r + bias` that honours `Settings::warm_start`. The CCP model goes straight

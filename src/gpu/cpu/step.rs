@@ -386,7 +386,9 @@ pub fn step_link_keys(p: &StepParams, offsets: &[u32], contacts: &[GpuContact], 
 }
 
 /// `step_gate.wgsl`: at the check before iteration `span.count`, stops the iterations (their
-/// indirect dispatches get no workgroups) when the monitor's residual meets the tolerance.
+/// indirect dispatches get no workgroups) when the monitor's residual meets the tolerance;
+/// counts the tests run until then; with `span.keys` > 0, also stops after that many tests in
+/// a row without improvement (the stall rule of the Coulomb model's outer rounds).
 pub fn step_gate(
     p: &StepParams,
     span: &Span,
@@ -394,15 +396,52 @@ pub fn step_gate(
     gate: &mut StepGate,
     args: &mut [u32],
 ) {
-    if gate.converged == 1 {
+    let stall = span.keys > 0;
+    if gate.converged == 1 || (stall && gate.stalled >= span.keys) {
         return;
     }
+    gate.checks += 1;
     if monitor.value <= p.tol {
         gate.converged = 1;
-        gate.iterations = span.count;
-        for a in args.iter_mut().step_by(3) {
-            *a = 0;
+    } else if stall {
+        gate.stalled = if monitor.improved == 1 {
+            0
+        } else {
+            gate.stalled + 1
+        };
+        if gate.stalled < span.keys {
+            return;
         }
+    } else {
+        return;
+    }
+    gate.iterations = span.count;
+    for a in args.iter_mut().step_by(3) {
+        *a = 0;
+    }
+}
+
+/// `step_coulomb.wgsl`: the De Saxcé term `μ‖u_t‖` of each Coulomb block into the normal
+/// row of `shifted = r + s`, `u` and `other` moved by the change of the shift.
+pub fn step_coulomb(
+    solver: &Params,
+    blocks: &[GpuBlock],
+    r: &[f32],
+    shifted: &mut [f32],
+    u: &mut [f32],
+    other: &mut [f32],
+) {
+    for b in &blocks[..solver.n_blocks as usize] {
+        if b.kind != CONE_COULOMB {
+            continue;
+        }
+        let n = b.row as usize;
+        let s = b.mu * (u[n + 1] * u[n + 1] + u[n + 2] * u[n + 2]).sqrt();
+        let next = r[n] + s;
+        let change = next - shifted[n];
+        shifted[n] = next;
+        u[n] += change;
+        other[n] += change;
     }
 }
 

@@ -51,8 +51,12 @@ pub struct StepGate {
     pub iterations: u32,
     /// 1 when they stopped on the tolerance.
     pub converged: u32,
-    /// Padding to 16 bytes.
-    pub pad: [u32; 2],
+    /// Convergence tests run (under the Coulomb model with `spg-gpu` or `apgd-gpu`, each
+    /// follows an update of the De Saxcé term: the outer rounds).
+    pub checks: u32,
+    /// Tests in a row whose iterate did not improve on the best one (counted, and stopping
+    /// the iterations, only under the stall rule of the Coulomb model's outer rounds).
+    pub stalled: u32,
 }
 
 /// The sizes of a generic sort or scan dispatch, and the pass of the narrow phase. Keep in

@@ -21,8 +21,10 @@
 //!    sphere; `step_jacobi`: `u` and the projected step per contact), or the kernels of
 //!    `spg-gpu` or `apgd-gpu` with the product `A x = J M⁻¹ Jᵀ x + E x` of the same rows
 //!    (`step_gather`, `step_rows`; `step_precond`, `step_apgd_start` for their starts),
-//!    convergence tested on the GPU every [`CHECK_EVERY`] iterations, the natural-map
-//!    residual of the answer, then semi-implicit Euler;
+//!    convergence tested on the GPU every [`CHECK_EVERY`] iterations (under the Coulomb
+//!    model the last two in the outer rounds of `solver::coulomb`'s De Saxcé fixed point:
+//!    `step_coulomb` writes `s = μ‖u_t‖` into a shifted copy of `r` before each test), the
+//!    natural-map residual of the answer, then semi-implicit Euler;
 //! 7. statistics (kinetic energy, mean height, largest penetration, non-finite entries)
 //!    reduced on the GPU and copied into a ring read back every [`RING`] steps.
 //!

@@ -10,6 +10,7 @@ use super::exec::{DeviceExec, Executor};
 use super::schedule::{SLOT_BYTES, Schedule, StatsSlot, StepSolver};
 use crate::error::{Error, Result};
 use crate::gpu::GpuBlock;
+use crate::solver::coulomb::STALL_ROUNDS;
 
 /// Steps whose statistics wait on the device before a readback.
 pub const RING: u32 = 32;
@@ -35,6 +36,13 @@ pub struct GpuStepStats {
     pub non_finite: bool,
     /// Iterations run (fewer than `max_iter` when a check met the tolerance).
     pub iterations: usize,
+    /// Outer rounds of the Coulomb model's De Saxcé fixed point (`spg-gpu`, `apgd-gpu`):
+    /// inner solves of up to [`super::CHECK_EVERY`] iterations, each from an update of the
+    /// shift; 0 for the other solves.
+    pub rounds: usize,
+    /// Whether those rounds stopped on `solver::coulomb`'s stall rule (the best iterate not
+    /// improved for as many rounds as the CPU allows).
+    pub stalled: bool,
 }
 
 /// What [`StepPipeline::read_assembly`] reads back.
@@ -209,6 +217,12 @@ impl<E: Executor> StepPipeline<E> {
                     relative_residual: f64::from(slot.monitor.relative),
                     non_finite: slot.stats.sums[2] > 0.0,
                     iterations: slot.gate.iterations as usize,
+                    rounds: if self.schedule.outer_rounds {
+                        slot.gate.checks.saturating_sub(1) as usize
+                    } else {
+                        0
+                    },
+                    stalled: slot.gate.stalled as usize >= STALL_ROUNDS,
                 }
             })
             .collect())

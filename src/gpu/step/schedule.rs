@@ -13,12 +13,13 @@ use crate::gpu::data::{
 use crate::gpu::kernels::{
     APGD_CURVATURE, APGD_SCALARS, APGD_TRIAL, APGD_UPDATE, COPY_IF, Kernel, MEASURE, REDUCE,
     RESIDUAL, SPG_CURVATURE, SPG_DIRECTION, SPG_SCALARS, SPG_UPDATE, STEP_APGD_START,
-    STEP_CONTACT_ROWS, STEP_GATE, STEP_GATHER, STEP_GRID, STEP_INTEGRATE, STEP_JACOBI, STEP_KEEP,
-    STEP_LINK_KEYS, STEP_NARROW, STEP_PRECOND, STEP_ROWS, STEP_SCAN_ADD, STEP_SCAN_LOCAL,
-    STEP_SCAN_TOTALS, STEP_SOLVER_PARAMS, STEP_SORT_COUNT, STEP_SORT_SCATTER, STEP_SORT_SEGMENTS,
-    STEP_STATS, STEP_WARM_START, WORKGROUP,
+    STEP_CONTACT_ROWS, STEP_COULOMB, STEP_GATE, STEP_GATHER, STEP_GRID, STEP_INTEGRATE,
+    STEP_JACOBI, STEP_KEEP, STEP_LINK_KEYS, STEP_NARROW, STEP_PRECOND, STEP_ROWS, STEP_SCAN_ADD,
+    STEP_SCAN_LOCAL, STEP_SCAN_TOTALS, STEP_SOLVER_PARAMS, STEP_SORT_COUNT, STEP_SORT_SCATTER,
+    STEP_SORT_SEGMENTS, STEP_STATS, STEP_WARM_START, WORKGROUP,
 };
 use crate::gpu::spg;
+use crate::solver::coulomb::STALL_ROUNDS;
 use crate::solver::{Apgd, Spg, SpgParams};
 
 /// Iterations between two convergence tests of a step's solve (counted back from its last
@@ -141,6 +142,9 @@ pub struct Schedule {
     pub record: Vec<Vec<Op>>,
     /// The buffers the host uses.
     pub named: Named,
+    /// Whether the solve runs the outer De Saxcé fixed point of the Coulomb model
+    /// (`spg-gpu`, `apgd-gpu`): each convergence test but the last ends an outer round.
+    pub outer_rounds: bool,
 }
 
 /// Collects the buffers of a schedule, each checked against the storage binding limit.
@@ -322,7 +326,11 @@ struct Iterations {
     solver: Buf,
     contacts: Buf,
     blocks: Buf,
+    /// The `r` of the products: the assembled one, or its copy shifted by the De Saxcé term.
     r: Buf,
+    /// Under the Coulomb model with `spg-gpu` or `apgd-gpu`: the assembled `r`, from which
+    /// `step_coulomb` writes the shifted `r` of each outer round.
+    assembled: Option<Buf>,
     link_starts: Buf,
     link_sorted: Buf,
     consts: Buf,
@@ -402,6 +410,17 @@ impl Iterations {
         self.on(kernel, buffers, 1, SINGLE_ARGS, true)
     }
 
+    /// The De Saxcé term of the iterate of velocity `u` into the shifted `r` (`u` and
+    /// `other` moved alike), under the Coulomb model with a descent method: the start of an
+    /// outer round of `solver::coulomb`'s fixed point, whose inner CCP solve is the next
+    /// [`CHECK_EVERY`] iterations from the current iterate and state. `u` is then the
+    /// modified velocity of the iterate, whose CCP residual (the check's) is its Coulomb one.
+    fn shift(&self, u: Buf, other: Buf, gated: bool) -> Option<Op> {
+        let assembled = self.assembled?;
+        let buffers = [self.solver, self.blocks, assembled, self.r, u, other];
+        Some(self.on(&STEP_COULOMB, &buffers, self.capacity, BLOCKS_ARGS, gated))
+    }
+
     /// The convergence test of the iterate `x` (velocity `u`) before iteration `k`: the
     /// residual's partials into `parts`, reduced by `reduce`, measured (with `best`, the
     /// best measured iterate kept as the standalone solvers do), then the gate.
@@ -422,7 +441,13 @@ impl Iterations {
         if let Some(best) = best {
             ops.push(self.rows_op(&COPY_IF, &[self.solver, self.monitor, x, best]));
         }
-        let at = b.span(k as u32, 0, 0);
+        // The stall rule of the outer rounds (`solver::coulomb`): each check ends a round.
+        let stall = if self.assembled.is_some() {
+            STALL_ROUNDS as u32
+        } else {
+            0
+        };
+        let at = b.span(k as u32, stall, 0);
         ops.push(dispatch(
             &STEP_GATE,
             &[self.step_params, at, self.monitor, self.gate, self.args],
@@ -521,9 +546,18 @@ impl Iterations {
     /// The end of a descent method's solve from the last iterate `x` (velocity `u`): its
     /// measure, which keeps it in `best` when it improves; then `w` and `u` of the best
     /// measured iterate, the answer (where a check stopped the iterations that is the
-    /// iterate it measured: each earlier check had a larger residual).
-    fn finish(&self, b: &mut Builder, solve: &mut Vec<Op>, d: &Descent, x: Buf, best: Buf) {
+    /// iterate it measured: each earlier check had a larger residual). Under the Coulomb
+    /// model the measures follow a [`Iterations::shift`] (`other` moved with `u`), and the
+    /// answer's `u` is its modified velocity.
+    fn finish(
+        &self,
+        b: &mut Builder,
+        solve: &mut Vec<Op>,
+        d: &Descent,
+        [x, best, other]: [Buf; 3],
+    ) {
         let [.., residual] = d.blocks;
+        solve.extend(self.shift(self.u, other, true));
         solve.extend(self.check(
             b,
             self.iterations,
@@ -531,6 +565,7 @@ impl Iterations {
             Some(best),
         ));
         solve.extend(self.product(best, d.with_r, self.u, false));
+        solve.extend(self.shift(self.u, other, false));
     }
 
     /// P-SPG-FB (the kernels of `spg-gpu`, paper 004) from `x` (warm-started; the iterate
@@ -566,6 +601,7 @@ impl Iterations {
         let [.., reduce_c] = d.rows;
         for k in 0..self.iterations {
             if k % CHECK_EVERY == 0 {
+                solve.extend(self.shift(g, dir, true));
                 solve.extend(self.check(b, k, [x, g, d.parts_blocks, residual], Some(best)));
             }
             for (cfg, reduce) in [(cfg, reduce_a), (cfg_fallback, reduce_b)] {
@@ -596,7 +632,7 @@ impl Iterations {
                 solve.extend(self.product(x, d.with_r, g, true));
             }
         }
-        self.finish(b, solve, &d, x, best);
+        self.finish(b, solve, &d, [x, best, dir]);
         Ok(best)
     }
 
@@ -634,6 +670,7 @@ impl Iterations {
         let own = [self.solver, self.blocks, state, y, g_y, x_new, dir];
         for k in 0..self.iterations {
             if k % CHECK_EVERY == 0 {
+                solve.extend(self.shift(u, g_y, true));
                 solve.extend(self.check(b, k, [x, u, d.parts_blocks, residual], Some(best)));
             }
             solve.push(self.blocks_op(&APGD_TRIAL, &own));
@@ -650,7 +687,7 @@ impl Iterations {
                 solve.extend(self.product(y, d.with_r, g_y, true));
             }
         }
-        self.finish(b, solve, &d, x, best);
+        self.finish(b, solve, &d, [x, best, g_y]);
         Ok(best)
     }
 }
@@ -822,9 +859,22 @@ impl Schedule {
         ));
         let (ops, link_starts, link_sorted) = b.counting_sort(link_keys, entries, n + 1, n)?;
         detect.extend(ops);
+        // Under the Coulomb model `spg-gpu` and `apgd-gpu` run the outer De Saxcé fixed point
+        // of `solver::coulomb` (frictional blocks only: a frictionless scene has none): their
+        // kernels, and the residual, see the CCP with the shifted `r`.
+        let outer = method != StepSolver::Jacobi && params.coulomb == 1 && params.dim == 3;
+        let solver_of = if outer {
+            let ccp = StepParams {
+                coulomb: 0,
+                ..*params
+            };
+            b.uniform("step_params_ccp", &ccp)
+        } else {
+            step_params
+        };
         detect.push(dispatch(
             &STEP_SOLVER_PARAMS,
-            &[step_params, named.offsets, solver_storage],
+            &[solver_of, named.offsets, solver_storage],
             1,
         ));
         detect.push(copy(solver_storage, solver, 32));
@@ -853,12 +903,21 @@ impl Schedule {
             .to_vec(),
         )?;
         let residual_reduce = b.reduce(capacity.div_ceil(WORKGROUP), SLOT_RESIDUAL);
+        let mut solve = vec![copy(args_full, args, 48), copy(gate_init, gate, 16)];
+        let (r, assembled) = if outer {
+            let shifted = b.storage("r_shifted", 4 * rows)?;
+            solve.push(copy(named.r, shifted, 4 * rows));
+            (shifted, Some(named.r))
+        } else {
+            (named.r, None)
+        };
         let it = Iterations {
             step_params,
             solver,
             contacts: named.contacts,
             blocks: named.blocks,
-            r: named.r,
+            r,
+            assembled,
             link_starts,
             link_sorted,
             consts,
@@ -873,7 +932,6 @@ impl Schedule {
             rows: rows_items,
             iterations,
         };
-        let mut solve = vec![copy(args_full, args, 48), copy(gate_init, gate, 16)];
         // `solve` leaves `w = M⁻¹ Jᵀ γ` and `u = J w + E γ + r` of the answer `γ`.
         let answer = match method {
             StepSolver::Jacobi => {
@@ -984,6 +1042,7 @@ impl Schedule {
             solve,
             record,
             named,
+            outer_rounds: outer,
         })
     }
 
