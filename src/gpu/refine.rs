@@ -30,24 +30,27 @@
 //! directions, by a factor 2 on the NESpheres problem). A proximal term (`PROX = 1e-3` of
 //! each block's largest eigenvalue) keeps the correction bounded where `N` is singular.
 //! Every round's residual is measured in `f64` on the CPU by the merit code; the rounds stop
-//! when it meets the tolerance, after two rounds without improvement, at
-//! [`MAX_ROUNDS`] or at the iteration cap. The Coulomb model reaches them through the outer
-//! De Saxcé fixed point (`solver::coulomb`), whose inner CCP solves are refined.
+//! when it meets the tolerance, after two rounds without improvement, at [`MAX_ROUNDS`], at
+//! the iteration cap, or at the first round that gains less than 2× (`HANDOVER`). The Coulomb
+//! model reaches them through the outer De Saxcé fixed point (`solver::coulomb`), whose inner
+//! CCP solves are refined.
 //!
-//! Where the rounds stop short of 1e-10 (measured with `--tol 1e-10`, lavapipe):
-//! - Capsules-i101-404, `jacobi-gpu` and `apgd-gpu` near 9.5e-8: two sliding contacts near
-//!   the apex that share one load (blocks 122 and 123, a singular pair) keep a natural map of
-//!   7e-8 of the scale that no face correction removes, whatever the proximal term (1e-1 to
-//!   0 measured): each round solves its correction to 1e-10 (checked in `f64`) and moves the
-//!   pair's split by 10 %. It clears once the smaller block falls into the apex class, as
-//!   `spg-gpu`'s rounds reach after 7; a `TINY` of 3e-3 puts it there at once but stops at
-//!   1.2e-9, the `f32` rounding of the larger apex blocks' impulses.
-//! - BoxesStack1 (all contacts but two sticking): the rounds are proximal-point steps on a
-//!   badly conditioned `N`, gaining `ρ / (λ + ρ)` in its small eigendirections, 1 % a round
-//!   with `PROX`; with 1e-6 `apgd-gpu` reaches 7.7e-11 in 130 000 iterations, but a
-//!   proximal term that small stalls the Capsules rounds (and a face there brings the pair
-//!   above back). Projected Jacobi does not reach 1e-6 there in `f64` either (3.5e-4 after
-//!   200 000 iterations).
+//! The rounds stall short of 1e-10 where `N` is singular or badly conditioned on the active
+//! set (measured with `--tol 1e-10`, lavapipe): on Capsules-i101-404 near 9.5e-8 (two nearly
+//! duplicated sliding contacts near the apex, blocks 122 and 123, share one load, and each
+//! round moves their split by 10 %), on BoxesStack1 (48 of 50 contacts sticking) by about
+//! 1 % a round (proximal-point steps gaining `ρ / (λ + ρ)` in `N`'s small eigendirections).
+//! What the rounds have found there is the active set; classical mixed-precision refinement
+//! ends such a solve with an `f64` correction on the identified structure, and so does the
+//! *`f64` finish* here (CPU): Newton (SQP) steps on the active set of each iterate in the
+//! same local frames, the local cones taken as equalities (`Correction::newton`), solved
+//! by a dense SVD in the least-squares, least-norm sense (a stack's sticking rows outnumber
+//! its bodies' degrees of freedom). The nearly duplicated pair makes the full Newton step
+//! carry the smaller contact through the apex (residual 5e-3); the ratio test of active-set
+//! methods stops it where that contact reaches the apex (`Correction::ratio`), and the next
+//! step, with it at the apex, is exact to rounding. The finish is bounded: problems of at
+//! most `FINISH_ROWS` rows, `FINISH_STEPS` steps of one SVD each (0.04–0.5 s in all on those
+//! two problems); the report names its phases `gpu` and `f64_finish`.
 
 use std::borrow::Cow;
 use std::time::Instant;
