@@ -108,12 +108,10 @@ const HANDOVER: f64 = 0.5;
 /// Newton steps of the `f64` finish at most (each one dense SVD of its active rows).
 const FINISH_STEPS: usize = 12;
 
-/// The cutoffs of the finish's pseudo-inverse, relative to the largest singular value of its
-/// Newton matrix, each giving a candidate step: the directions below one (duplicated
-/// contacts, more sticking rows than the bodies' degrees of freedom) are left as they are;
-/// the larger ones drop nearly singular directions along which a step from a poorly
-/// identified active set goes far (on Capsules-i100-1090 only the 1e-6 step improves).
-const FINISH_CUTOFF: [f64; 3] = [1e-12, 1e-9, 1e-6];
+/// The cutoff of the finish's pseudo-inverse, relative to the largest singular value of its
+/// Newton matrix: the directions below it (duplicated contacts, more sticking rows than the
+/// bodies' degrees of freedom) are left as they are.
+const FINISH_CUTOFF: f64 = 1e-12;
 
 /// The smallest step the ratio test counts (a block on its boundary at it is left out).
 const RATIO_MIN: f64 = 1e-3;
@@ -729,8 +727,8 @@ pub(crate) fn refine(
 
 /// The `f64` finish from `best`: Newton steps on the active set of each iterate
 /// ([`Correction::newton`], no `tiny` apex class: an apex block's impulse is pinned to 0),
-/// each the best of the full step and the ratio test's ([`Correction::ratio`]) at every
-/// cutoff of [`FINISH_CUTOFF`] (one SVD, six `f64` residuals), not necessarily monotone (a block crossing its cone's boundary is worse until the next
+/// each the better of the full step and the ratio test's ([`Correction::ratio`]), not
+/// necessarily monotone (a block crossing its cone's boundary is worse until the next
 /// classification); they stop at [`FINISH_AIM`] times the tolerance, after [`FINISH_STALLED`]
 /// steps without improvement or at [`FINISH_STEPS`]. `certify` measures an iterate;
 /// `record` is told the value and residual of every step that improves `best`.
@@ -756,20 +754,18 @@ fn finish(
         let Some(newton) = correction.newton(sys, n) else {
             break;
         };
-        let (value, res, next) = FINISH_CUTOFF
+        let delta = newton.delta(sys.rows(), FINISH_CUTOFF);
+        let alpha = correction.ratio(sys, &delta);
+        let (value, res, next) = [1.0, alpha]
             .into_iter()
-            .flat_map(|cutoff| {
-                let delta = newton.delta(sys.rows(), cutoff);
-                let alpha = correction.ratio(sys, &delta);
-                [1.0, alpha].map(|a| delta.iter().map(|d| a * d).collect::<Vec<f64>>())
-            })
-            .map(|step| {
-                let trial = correction.apply(sys, &step);
+            .map(|a| {
+                let scaled: Vec<f64> = delta.iter().map(|d| a * d).collect();
+                let trial = correction.apply(sys, &scaled);
                 let res = certify(&trial);
                 (settings.criterion.of(&res), res, trial)
             })
             .min_by(|a, b| a.0.total_cmp(&b.0))
-            .expect("six candidates");
+            .expect("two candidates");
         if !value.is_finite() {
             break;
         }
