@@ -49,7 +49,7 @@
 //! carry the smaller contact through the apex (residual 5e-3); the ratio test of active-set
 //! methods stops it where that contact reaches the apex (`Correction::ratio`), and the next
 //! step, with it at the apex, is exact to rounding. The finish is bounded: problems of at
-//! most `FINISH_ROWS` rows, `FINISH_STEPS` steps of one SVD each (0.04–0.5 s in all on those
+//! most `FINISH_ROWS` rows, `FINISH_STEPS` steps of one SVD each (under 1 s in all on those
 //! two problems); the report names its phases `gpu` and `f64_finish`.
 
 use std::borrow::Cow;
@@ -105,27 +105,10 @@ const PROX: f64 = 1e-3;
 /// is the slow part (a badly conditioned or singular `N` on that set, see the module doc).
 const HANDOVER: f64 = 0.5;
 
-/// Newton steps of the `f64` finish at most (each one dense SVD of its active rows).
-const FINISH_STEPS: usize = 12;
-
 /// The cutoff of the finish's pseudo-inverse, relative to the largest singular value of its
 /// Newton matrix: the directions below it (duplicated contacts, more sticking rows than the
 /// bodies' degrees of freedom) are left as they are.
 const FINISH_CUTOFF: f64 = 1e-12;
-
-/// The smallest step the ratio test counts (a block on its boundary at it is left out).
-const RATIO_MIN: f64 = 1e-3;
-/// Bisections of the ratio test per block.
-const RATIO_BISECTIONS: usize = 40;
-
-/// The finish goes on to this fraction of the tolerance (Newton's last steps are cheap, and
-/// a caller measuring with other block steps than [`Settings`]' keeps a margin).
-const FINISH_AIM: f64 = 0.1;
-
-/// Finish steps without improvement of the best residual before the finish stops (the
-/// steps are not monotone: a step that moves a block across its cone's boundary is worse
-/// until the next one, from the new classification, corrects it).
-const FINISH_STALLED: usize = 3;
 
 /// The largest problem (rows) the `f64` finish assembles `N` and takes the dense SVD of
 /// (`O(m³)`: 0.1 s at the Capsules problem's 675 rows on one core, about 10 s at 3000): it
@@ -497,12 +480,16 @@ impl Correction {
     /// The ratio test of the active-set method on the step `δ`: the largest `α ≤ 1` for
     /// which `b + α Rᵀδ` keeps every face's normal impulse non-negative (the step does not
     /// carry the block through the apex) and every free block in its cone, by bisection;
-    /// blocks already on that boundary at [`RATIO_MIN`] are not counted (the next step's
+    /// blocks already on that boundary at `RATIO_MIN` are not counted (the next step's
     /// classification moves them). Nearly duplicated contacts (the Capsules problem) make
     /// the Newton step shift load between them by far more than the smaller carries: the
     /// ratio test stops it where that block reaches the apex, which the next classification
     /// takes as its local cone.
     fn ratio(&self, sys: &System, delta: &[f64]) -> f64 {
+        /// The smallest step the ratio test counts (a block on its boundary at it is left out).
+        const RATIO_MIN: f64 = 1e-3;
+        /// Bisections of the ratio test per block.
+        const RATIO_BISECTIONS: usize = 40;
         let mut alpha = 1.0f64;
         let mut back = [0.0; 3];
         for (k, l) in self.local.iter().enumerate() {
@@ -626,6 +613,13 @@ pub(crate) fn refine(
             u,
         )
     };
+    let entry = |iteration, products, value, res: &Residual| TraceEntry {
+        iteration,
+        residual: value,
+        natural_map_inf: res.inf,
+        time_s: time_s + start.elapsed().as_secs_f64(),
+        products,
+    };
     let (_, mut u) = certify(&gamma);
     let mut best = BestRound::new(settings, residual, &gamma);
     let finishable = sys.rows() <= FINISH_ROWS;
@@ -652,13 +646,7 @@ pub(crate) fn refine(
         let res;
         (res, u) = certify(&gamma);
         let value = settings.criterion.of(&res);
-        trace.push(TraceEntry {
-            iteration: iterations,
-            residual: value,
-            natural_map_inf: res.inf,
-            time_s: time_s + start.elapsed().as_secs_f64(),
-            products,
-        });
+        trace.push(entry(iterations, products, value, &res));
         if !value.is_finite() {
             break;
         }
@@ -681,15 +669,7 @@ pub(crate) fn refine(
                 &n,
                 &mut best,
                 &|gamma| certify(gamma).0,
-                |value, res| {
-                    trace.push(TraceEntry {
-                        iteration: iterations,
-                        residual: value,
-                        natural_map_inf: res.inf,
-                        time_s: time_s + start.elapsed().as_secs_f64(),
-                        products,
-                    });
-                },
+                |value, res| trace.push(entry(iterations, products, value, res)),
             );
             add_phase(&mut phases, PHASE_GPU, gpu_s);
             add_phase(
@@ -729,8 +709,8 @@ pub(crate) fn refine(
 /// ([`Correction::newton`], no `tiny` apex class: an apex block's impulse is pinned to 0),
 /// each the better of the full step and the ratio test's ([`Correction::ratio`]), not
 /// necessarily monotone (a block crossing its cone's boundary is worse until the next
-/// classification); they stop at [`FINISH_AIM`] times the tolerance, after [`FINISH_STALLED`]
-/// steps without improvement or at [`FINISH_STEPS`]. `certify` measures an iterate;
+/// classification); they stop at `FINISH_AIM` times the tolerance, after `FINISH_STALLED`
+/// steps without improvement or at `FINISH_STEPS`. `certify` measures an iterate;
 /// `record` is told the value and residual of every step that improves `best`.
 #[allow(clippy::too_many_arguments)]
 fn finish(
@@ -743,6 +723,15 @@ fn finish(
     certify: &dyn Fn(&[f64]) -> Residual,
     mut record: impl FnMut(f64, &Residual),
 ) {
+    /// Newton steps of the `f64` finish at most (each one dense SVD of its active rows).
+    const FINISH_STEPS: usize = 12;
+    /// The finish goes on to this fraction of the tolerance (Newton's last steps are cheap, and
+    /// a caller measuring with other block steps than [`Settings`]' keeps a margin).
+    const FINISH_AIM: f64 = 0.1;
+    /// Finish steps without improvement of the best residual before the finish stops (the
+    /// steps are not monotone: a step that moves a block across its cone's boundary is worse
+    /// until the next one, from the new classification, corrects it).
+    const FINISH_STALLED: usize = 3;
     let mut current = best.gamma.clone();
     best.since = 0;
     for _ in 0..FINISH_STEPS {
