@@ -30,26 +30,33 @@
 //! directions, by a factor 2 on the NESpheres problem). A proximal term (`PROX = 1e-3` of
 //! each block's largest eigenvalue) keeps the correction bounded where `N` is singular.
 //! Every round's residual is measured in `f64` on the CPU by the merit code; the rounds stop
-//! when it meets the tolerance, after two rounds without improvement, at
-//! [`MAX_ROUNDS`] or at the iteration cap. The Coulomb model reaches them through the outer
-//! De Saxcé fixed point (`solver::coulomb`), whose inner CCP solves are refined.
+//! when it meets the tolerance, after two rounds without improvement, at [`MAX_ROUNDS`], at
+//! the iteration cap, or at the first round that gains less than 2× (`HANDOVER`). The Coulomb
+//! model reaches them through the outer De Saxcé fixed point (`solver::coulomb`), whose inner
+//! CCP solves are refined.
 //!
-//! Where the rounds stop short of 1e-10 (measured with `--tol 1e-10`, lavapipe):
-//! - Capsules-i101-404, `jacobi-gpu` and `apgd-gpu` near 9.5e-8: two sliding contacts near
-//!   the apex that share one load (blocks 122 and 123, a singular pair) keep a natural map of
-//!   7e-8 of the scale that no face correction removes, whatever the proximal term (1e-1 to
-//!   0 measured): each round solves its correction to 1e-10 (checked in `f64`) and moves the
-//!   pair's split by 10 %. It clears once the smaller block falls into the apex class, as
-//!   `spg-gpu`'s rounds reach after 7; a `TINY` of 3e-3 puts it there at once but stops at
-//!   1.2e-9, the `f32` rounding of the larger apex blocks' impulses.
-//! - BoxesStack1 (all contacts but two sticking): the rounds are proximal-point steps on a
-//!   badly conditioned `N`, gaining `ρ / (λ + ρ)` in its small eigendirections, 1 % a round
-//!   with `PROX`; with 1e-6 `apgd-gpu` reaches 7.7e-11 in 130 000 iterations, but a
-//!   proximal term that small stalls the Capsules rounds (and a face there brings the pair
-//!   above back). Projected Jacobi does not reach 1e-6 there in `f64` either (3.5e-4 after
-//!   200 000 iterations).
+//! The rounds stall short of 1e-10 where `N` is singular or badly conditioned on the active
+//! set (measured with `--tol 1e-10`, lavapipe): on Capsules-i101-404 near 9.5e-8 (two nearly
+//! duplicated sliding contacts near the apex, blocks 122 and 123, share one load, and each
+//! round moves their split by 10 %), on BoxesStack1 (48 of 50 contacts sticking) by about
+//! 1 % a round (proximal-point steps gaining `ρ / (λ + ρ)` in `N`'s small eigendirections).
+//! What the rounds have found there is the active set; classical mixed-precision refinement
+//! ends such a solve with an `f64` correction on the identified structure, and so does the
+//! *`f64` finish* here (CPU): Newton (SQP) steps on the active set of each iterate in the
+//! same local frames, the local cones taken as equalities (`Correction::newton`), solved
+//! by a dense SVD in the least-squares, least-norm sense (a stack's sticking rows outnumber
+//! its bodies' degrees of freedom). The nearly duplicated pair makes the full Newton step
+//! carry the smaller contact through the apex (residual 5e-3); the ratio test of active-set
+//! methods stops it where that contact reaches the apex (`Correction::ratio`), and the next
+//! step, with it at the apex, is exact to rounding. The finish is bounded: problems of at
+//! most `FINISH_ROWS` rows, `FINISH_STEPS` steps of one SVD each (under 1 s in all on those
+//! two problems); the report names its phases `gpu` and `f64_finish`.
 
+use std::borrow::Cow;
 use std::time::Instant;
+
+use faer::Mat;
+use faer::linalg::solvers::Svd;
 
 use super::data::{
     CONE_BILATERAL, CONE_UNILATERAL, OperatorData, ProblemData, component_major, index, to_f32,
@@ -59,7 +66,7 @@ use crate::problem::merit::{self, Residual};
 use crate::problem::sparse::CsrMatrix;
 use crate::problem::{Cone, FrictionModel, System};
 use crate::solver::progress::{BestRound, biased_velocity};
-use crate::solver::{Bias, Report, Settings, Status, TraceEntry};
+use crate::solver::{Bias, Report, Settings, Status, TraceEntry, add_phase};
 
 /// The relative residual `f32` iterations reach (unit roundoff `2⁻²⁴ ≈ 6e-8`, times the
 /// rounding of `u = N γ + r` summed over a row and the conditioning: measured between 1e-7
@@ -92,6 +99,26 @@ const NEAR: f64 = 1e-5;
 /// become proximal-point steps (Rockafellar 1976), which still converge; measured on the
 /// Capsules problem, where `spg-gpu` reaches 1e-10 with it and drifts without.
 const PROX: f64 = 1e-3;
+
+/// A correction round on the GPU that divides the best residual by less than `1 / HANDOVER`
+/// hands over to the `f64` finish: the rounds have found the active set, and what is left
+/// is the slow part (a badly conditioned or singular `N` on that set, see the module doc).
+const HANDOVER: f64 = 0.5;
+
+/// The cutoff of the finish's pseudo-inverse, relative to the largest singular value of its
+/// Newton matrix: the directions below it (duplicated contacts, more sticking rows than the
+/// bodies' degrees of freedom) are left as they are.
+const FINISH_CUTOFF: f64 = 1e-12;
+
+/// The largest problem (rows) the `f64` finish assembles `N` and takes the dense SVD of
+/// (`O(m³)`: 0.1 s at the Capsules problem's 675 rows on one core, about 10 s at 3000): it
+/// is built for the Siconos-sized problems the rounds stall on, not for large piles.
+const FINISH_ROWS: usize = 3000;
+
+/// The phase of a refined solve's `f32` solve and correction rounds on the GPU...
+const PHASE_GPU: &str = "gpu";
+/// ...and of its `f64` finish on the CPU.
+const PHASE_FINISH: &str = "f64_finish";
 
 /// Whether a solve under `settings` is refined: its tolerance is below [`F32_REACH`] and
 /// positive (a zero tolerance asks for `max_iter` iterations, as the benchmarks do).
@@ -169,8 +196,9 @@ struct Correction {
 }
 
 impl Correction {
-    /// The correction at `gamma` with velocity `u` and block steps `eta`.
-    fn new(sys: &System, gamma: &[f64], u: &[f64], eta: &[f64], bias: Bias) -> Self {
+    /// The correction at `gamma` with velocity `u` and block steps `eta`; blocks whose
+    /// projected impulse is at most `tiny` of `‖ĝ‖∞` take the apex.
+    fn new(sys: &System, gamma: &[f64], u: &[f64], eta: &[f64], bias: Bias, tiny: f64) -> Self {
         let mut projected = vec![0.0; sys.rows()];
         let mut base_face = Vec::new();
         let mut local = Vec::with_capacity(sys.blocks());
@@ -228,7 +256,7 @@ impl Correction {
             let size = projected[range.clone()]
                 .iter()
                 .fold(0.0f64, |m, x| m.max(x.abs()));
-            if size <= TINY * scale {
+            if size <= tiny * scale {
                 *l = Local::Apex;
             }
             if *l == Local::Apex {
@@ -394,6 +422,150 @@ impl Correction {
     }
 }
 
+impl Correction {
+    /// The Newton system of the correction problem on its active set, in `f64` (the `f64`
+    /// finish): the local cones taken as equalities — an apex block's `δ` is 0, a face's
+    /// normal row `δ₀ = 0` (the base stays on the tangent plane) and its generator and
+    /// circumferential velocities 0, a free block's velocity 0 — leave the linear system
+    /// `(R (N + E) Rᵀ + C)_AA δ_A = −r_A` on the active rows `A` (`C` the faces' curvature),
+    /// the Newton (SQP) step of the natural map with the projection's Jacobian at the base.
+    /// `N` restricted to the sticking contacts of a stack is singular (more rows than the
+    /// bodies' degrees of freedom), so the system is solved by a dense SVD, in the least-squares
+    /// sense with the least norm. `None` when the SVD fails.
+    fn newton(&self, sys: &System, n: &CsrMatrix) -> Option<Newton> {
+        let rotated = self.rotate_matrix(sys, n).ok()?;
+        let mut slot = vec![None; sys.rows()];
+        let mut active = Vec::new();
+        for (k, l) in self.local.iter().enumerate() {
+            let range = sys.block_range(k);
+            let pinned = match l {
+                Local::Apex => range.len(),
+                Local::Free => 0,
+                Local::Face(_) => 1,
+            };
+            for i in range.skip(pinned) {
+                slot[i] = Some(active.len());
+                active.push(i);
+            }
+        }
+        let size = active.len();
+        let mut matrix = Mat::<f64>::zeros(size, size);
+        for (a, &i) in active.iter().enumerate() {
+            let (cols, values) = rotated.row(i);
+            for (&j, &v) in cols.iter().zip(values) {
+                if let Some(b) = slot[j] {
+                    matrix[(a, b)] += v;
+                }
+            }
+            matrix[(a, a)] += sys.compliance()[i] + self.curvature[i];
+        }
+        let svd = matrix.thin_svd().ok()?;
+        // `Uᵀ (−r_A)`.
+        let projected = (0..size)
+            .map(|c| {
+                -(0..size)
+                    .map(|a| svd.U()[(a, c)] * self.r[active[a]])
+                    .sum::<f64>()
+            })
+            .collect();
+        Some(Newton {
+            active,
+            svd,
+            projected,
+        })
+    }
+}
+
+impl Correction {
+    /// The ratio test of the active-set method on the step `δ`: the largest `α ≤ 1` for
+    /// which `b + α Rᵀδ` keeps every face's normal impulse non-negative (the step does not
+    /// carry the block through the apex) and every free block in its cone, by bisection;
+    /// blocks already on that boundary at `RATIO_MIN` are not counted (the next step's
+    /// classification moves them). Nearly duplicated contacts (the Capsules problem) make
+    /// the Newton step shift load between them by far more than the smaller carries: the
+    /// ratio test stops it where that block reaches the apex, which the next classification
+    /// takes as its local cone.
+    fn ratio(&self, sys: &System, delta: &[f64]) -> f64 {
+        /// The smallest step the ratio test counts (a block on its boundary at it is left out).
+        const RATIO_MIN: f64 = 1e-3;
+        /// Bisections of the ratio test per block.
+        const RATIO_BISECTIONS: usize = 40;
+        let mut alpha = 1.0f64;
+        let mut back = [0.0; 3];
+        for (k, l) in self.local.iter().enumerate() {
+            let range = sys.block_range(k);
+            let d = &mut back[..range.len()];
+            l.rotate(&delta[range.clone()], d, true);
+            let b = &self.base[range];
+            let cone = sys.cones()[k];
+            let inside = |a: f64| {
+                let mut x = [0.0; 3];
+                let x = &mut x[..b.len()];
+                x.iter_mut()
+                    .zip(b.iter().zip(d.iter()))
+                    .for_each(|(x, (b, d))| *x = b + a * d);
+                match l {
+                    Local::Face(_) => x[0] >= 0.0,
+                    _ => cone.distance(x) == 0.0,
+                }
+            };
+            if *l == Local::Apex || inside(1.0) || !inside(RATIO_MIN) {
+                continue;
+            }
+            let (mut lo, mut hi) = (RATIO_MIN, 1.0);
+            for _ in 0..RATIO_BISECTIONS {
+                let mid = 0.5 * (lo + hi);
+                if inside(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            alpha = alpha.min(lo);
+        }
+        alpha
+    }
+}
+
+/// The Newton system of one finish step, factored: its active rows, the SVD of its matrix
+/// and `Uᵀ` times its right-hand side.
+struct Newton {
+    active: Vec<usize>,
+    svd: Svd<f64>,
+    projected: Vec<f64>,
+}
+
+impl Newton {
+    /// The step `δ` (all rows, 0 off the active set) with the singular values below
+    /// `cutoff` times the largest dropped.
+    fn delta(&self, rows: usize, cutoff: f64) -> Vec<f64> {
+        let s = self.svd.S().column_vector();
+        let largest = s.iter().fold(0.0f64, |m, &x| m.max(x));
+        let kept: Vec<(usize, f64)> = (0..s.nrows())
+            .filter(|&c| s[c] > cutoff * largest)
+            .map(|c| (c, self.projected[c] / s[c]))
+            .collect();
+        let mut delta = vec![0.0; rows];
+        for (a, &i) in self.active.iter().enumerate() {
+            delta[i] = kept.iter().map(|&(c, y)| self.svd.V()[(a, c)] * y).sum();
+        }
+        delta
+    }
+}
+
+/// `N` (without `E`) as an explicit matrix for the `f64` finish: the assembled one, or the
+/// factored form's `J M⁻¹ Jᵀ`, when its rows are at most [`FINISH_ROWS`].
+fn finish_matrix(sys: &System) -> Option<Cow<'_, CsrMatrix>> {
+    if sys.rows() > FINISH_ROWS {
+        return None;
+    }
+    match (sys.operator().as_matrix(), sys.factored()) {
+        (Some(n), _) => Some(Cow::Borrowed(n)),
+        (None, Some(op)) => Some(Cow::Owned(op.assemble())),
+        (None, None) => None,
+    }
+}
+
 /// What one correction round on the GPU returns.
 pub(crate) struct Round {
     /// Iterations it ran.
@@ -406,8 +578,11 @@ pub(crate) struct Round {
 
 /// Refines `first`, the report of the `f32` solve of `sys` with `bias` under `settings`
 /// (CCP) from `data`: rounds of `correct(data, settings)`, a correction problem solved on
-/// the GPU, each certified in `f64`. The report carries the best iterate, every round's
-/// `f64` residual in its trace, and the number of rounds.
+/// the GPU, each certified in `f64`, while each round divides the residual by at least
+/// `1 / HANDOVER`; then, if the tolerance is still missed, the `f64` finish (Newton steps on
+/// the active set of the GPU's answer, [`Correction::newton`]). The report carries the best
+/// iterate, every round's and every finish step's `f64` residual in its trace, the number of
+/// rounds, and the phases `gpu` and `f64_finish` when the finish ran.
 pub(crate) fn refine(
     sys: &System,
     settings: &Settings,
@@ -438,15 +613,23 @@ pub(crate) fn refine(
             u,
         )
     };
+    let entry = |iteration, products, value, res: &Residual| TraceEntry {
+        iteration,
+        residual: value,
+        natural_map_inf: res.inf,
+        time_s: time_s + start.elapsed().as_secs_f64(),
+        products,
+    };
     let (_, mut u) = certify(&gamma);
     let mut best = BestRound::new(settings, residual, &gamma);
+    let finishable = sys.rows() <= FINISH_ROWS;
     let mut rounds = 0;
     while !settings.met(&best.residual)
         && iterations < settings.max_iter
         && rounds < MAX_ROUNDS
         && best.since < STALLED_ROUNDS
     {
-        let correction = Correction::new(sys, &gamma, &u, &data.eta, bias);
+        let correction = Correction::new(sys, &gamma, &u, &data.eta, bias, TINY);
         let scale = norm2(sys.r()).max(norm2(&gamma)).max(norm2(&u));
         let round_settings = Settings {
             friction: FrictionModel::Ccp,
@@ -463,17 +646,38 @@ pub(crate) fn refine(
         let res;
         (res, u) = certify(&gamma);
         let value = settings.criterion.of(&res);
-        trace.push(TraceEntry {
-            iteration: iterations,
-            residual: value,
-            natural_map_inf: res.inf,
-            time_s: time_s + start.elapsed().as_secs_f64(),
-            products,
-        });
+        trace.push(entry(iterations, products, value, &res));
         if !value.is_finite() {
             break;
         }
+        let slow = value > HANDOVER * best.value;
         best.offer(value, res, &gamma);
+        if slow && finishable {
+            break;
+        }
+    }
+    let mut phases = Vec::new();
+    if !settings.met(&best.residual) {
+        if let Some(n) = finish_matrix(sys) {
+            let finish_start = Instant::now();
+            let gpu_s = time_s + (finish_start - start).as_secs_f64();
+            finish(
+                sys,
+                settings,
+                bias,
+                &data.eta,
+                &n,
+                &mut best,
+                &|gamma| certify(gamma).0,
+                |value, res| trace.push(entry(iterations, products, value, res)),
+            );
+            add_phase(&mut phases, PHASE_GPU, gpu_s);
+            add_phase(
+                &mut phases,
+                PHASE_FINISH,
+                finish_start.elapsed().as_secs_f64(),
+            );
+        }
     }
     let BestRound {
         residual, gamma, ..
@@ -496,9 +700,70 @@ pub(crate) fn refine(
         merit: merit::evaluate(sys, &gamma, FrictionModel::Ccp),
         gamma,
         trace,
-        phases: Vec::new(),
+        phases,
         refinements: rounds,
     })
+}
+
+/// The `f64` finish from `best`: Newton steps on the active set of each iterate
+/// ([`Correction::newton`], no `tiny` apex class: an apex block's impulse is pinned to 0),
+/// each the better of the full step and the ratio test's ([`Correction::ratio`]), not
+/// necessarily monotone (a block crossing its cone's boundary is worse until the next
+/// classification); they stop at `FINISH_AIM` times the tolerance, after `FINISH_STALLED`
+/// steps without improvement or at `FINISH_STEPS`. `certify` measures an iterate;
+/// `record` is told the value and residual of every step that improves `best`.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    sys: &System,
+    settings: &Settings,
+    bias: Bias,
+    eta: &[f64],
+    n: &CsrMatrix,
+    best: &mut BestRound,
+    certify: &dyn Fn(&[f64]) -> Residual,
+    mut record: impl FnMut(f64, &Residual),
+) {
+    /// Newton steps of the `f64` finish at most (each one dense SVD of its active rows).
+    const FINISH_STEPS: usize = 12;
+    /// The finish goes on to this fraction of the tolerance (Newton's last steps are cheap, and
+    /// a caller measuring with other block steps than [`Settings`]' keeps a margin).
+    const FINISH_AIM: f64 = 0.1;
+    /// Finish steps without improvement of the best residual before the finish stops (the
+    /// steps are not monotone: a step that moves a block across its cone's boundary is worse
+    /// until the next one, from the new classification, corrects it).
+    const FINISH_STALLED: usize = 3;
+    let mut current = best.gamma.clone();
+    best.since = 0;
+    for _ in 0..FINISH_STEPS {
+        if best.value <= FINISH_AIM * settings.tol || best.since >= FINISH_STALLED {
+            break;
+        }
+        let u = biased_velocity(sys, bias, &current);
+        let correction = Correction::new(sys, &current, &u, eta, bias, 0.0);
+        let Some(newton) = correction.newton(sys, n) else {
+            break;
+        };
+        let delta = newton.delta(sys.rows(), FINISH_CUTOFF);
+        let alpha = correction.ratio(sys, &delta);
+        let (value, res, next) = [1.0, alpha]
+            .into_iter()
+            .map(|a| {
+                let scaled: Vec<f64> = delta.iter().map(|d| a * d).collect();
+                let trial = correction.apply(sys, &scaled);
+                let res = certify(&trial);
+                (settings.criterion.of(&res), res, trial)
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .expect("two candidates");
+        if !value.is_finite() {
+            break;
+        }
+        if value < best.value {
+            record(value, &res);
+        }
+        best.offer(value, res, &next);
+        current = next;
+    }
 }
 
 fn norm2(v: &[f64]) -> f64 {
