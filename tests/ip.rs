@@ -176,14 +176,14 @@ fn invalid_parameters_are_errors() {
     );
     let sys = System::new(&p).unwrap();
     let ip = Ip::new(IpParams {
-        eta_max: 1.5,
+        step_fraction: 1.5,
         ..IpParams::default()
     });
     let e = ip
         .solve(&sys, &Settings::default())
         .unwrap_err()
         .to_string();
-    assert!(e.contains("ip.eta_max"), "{e}");
+    assert!(e.contains("ip.step_fraction"), "{e}");
 }
 
 /// Steps of a scene with the interior point; every solve converges to `tol` in velocity

@@ -525,8 +525,8 @@ fn best_of<T>(repeats: usize, mut run: impl FnMut() -> T, time: impl Fn(&T) -> f
 /// accuracy: where Clarabel's answer misses [`BENCH_TOL`], `ip` runs again with Clarabel's
 /// natural map as its tolerance (the "ip at Clarabel's accuracy" columns). Clarabel is left
 /// out of problems above `IP_BENCH_CLARABEL_ROWS` rows (default 50 000: it did not finish the
-/// 4000-sphere pile in 25 minutes):
-/// `cargo test --release --test ip_clarabel -- --ignored --nocapture`.
+/// 4000-sphere pile in 25 minutes); `IP_BENCH_VERBOSE` set prints Clarabel's per-iteration
+/// table: `cargo test --release --test ip_clarabel -- --ignored --nocapture`.
 #[test]
 #[ignore = "a benchmark: run in release with --ignored --nocapture"]
 fn benchmark_against_clarabel() {
@@ -546,7 +546,7 @@ fn benchmark_against_clarabel() {
     };
     let clarabel_settings = || {
         DefaultSettingsBuilder::default()
-            .verbose(false)
+            .verbose(std::env::var("IP_BENCH_VERBOSE").is_ok())
             .tol_gap_abs(BENCH_TOL)
             .tol_gap_rel(BENCH_TOL)
             .tol_feas(BENCH_TOL)

@@ -474,9 +474,7 @@ pub(crate) fn iterate(
         {
             break Status::NumericalError;
         }
-        // η adaptivity (thesis §4.12): η → 1 as the complementarity measure vanishes.
-        let eta = (0.9 + 0.1 * (-meas.mu * nu as f64).exp()).min(params.eta_max);
-        let alpha = (eta * step_to_boundary(&std.blocks, &it, &dir)).min(1.0);
+        let alpha = (params.step_fraction * step_to_boundary(&std.blocks, &it, &dir)).min(1.0);
         for (v, d) in it.x.iter_mut().zip(&dir.x) {
             *v += alpha * d;
         }

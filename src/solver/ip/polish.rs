@@ -34,6 +34,18 @@ const MAX_STEPS: usize = 40;
 const QUICK_STEPS: usize = 12;
 /// `‖F‖` at which Newton stops, relative to `max(‖γ‖, ‖y‖)`.
 const ROUNDING: f64 = 1e-15;
+/// The most rows of a problem this polish runs on. Its sparse LU (sequential, the fill of
+/// `N`'s contact graph, up to six factorizations per step) is cheap on the Siconos files (at
+/// most 828 rows, 0.2 s a polish) but not on piles: 2 s per LU at 16 203 rows (settled
+/// `balls_in_box` 1000, about 20 interior-point iterations' worth, 131.7 s a polish that did
+/// not converge: `N` is singular there), more than 25 min and 7.5 GB at 16 000 spheres. Above
+/// it the Newton steps through the interior point's own LDLᵀ (module `newton`) are the polish.
+const MAX_ROWS: usize = 10_000;
+
+/// Whether this polish runs on a problem of `rows` rows (see [`MAX_ROWS`]).
+pub(crate) fn fits(rows: usize) -> bool {
+    rows <= MAX_ROWS
+}
 
 /// `N + E` as an explicit sparse matrix: the assembled matrix, or `J M⁻¹ Jᵀ` gathered body
 /// by body for the factored form.
