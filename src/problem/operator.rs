@@ -85,7 +85,6 @@ pub(crate) struct Storage {
     jac_start: Vec<usize>,
     jac: Vec<[f64; 6]>,
     minv_jac: Vec<[f64; 6]>,
-    row_block: Vec<usize>,
     links_ptr: Vec<usize>,
     links: Vec<(usize, usize)>,
     scratch: Vec<f64>,
@@ -117,8 +116,6 @@ pub struct FactoredOperator {
     minv_jac: Vec<[f64; 6]>,
     /// The diagonal of `M⁻¹`, 6 entries per body.
     inv_mass: Vec<[f64; 6]>,
-    /// Block of each row.
-    row_block: Vec<usize>,
     /// CSR over bodies of the (block, side) pairs acting on each body, in block order.
     links_ptr: Vec<usize>,
     links: Vec<(usize, usize)>,
@@ -154,7 +151,8 @@ impl FactoredOperator {
     /// `inv_mass` of `M⁻¹`: block `k` acts on bodies `bodies_of(k)` (1 or 2, distinct, in
     /// range), and `fill(k, rows, b)` writes its `d_k · bodies` Jacobian rows (body by body,
     /// as [`super::JacobianBlock::rows`]) and its `d_k` entries of the bias `b`, which comes
-    /// back beside the operator. The blocks are written in parallel, each block's rows of
+    /// back beside the operator; it must write every one of them (the buffers hold the last
+    /// operator's values). The blocks are written in parallel, each block's rows of
     /// `M⁻¹ Jᵀ` right after its rows of `J`; the buffers are taken from `storage` (that of
     /// an earlier operator, from [`Self::into_storage`]) so that a time stepper reuses the
     /// pages of the last step instead of having fresh ones mapped and zeroed.
@@ -170,7 +168,6 @@ impl FactoredOperator {
         let mut jac_start = take(&mut storage.jac_start);
         let mut jac = take(&mut storage.jac);
         let mut minv_jac = take(&mut storage.minv_jac);
-        let mut row_block = take(&mut storage.row_block);
         let mut links_ptr = take(&mut storage.links_ptr);
         let mut links = take(&mut storage.links);
         let mut scratch = take(&mut storage.scratch);
@@ -184,11 +181,10 @@ impl FactoredOperator {
         );
         let rows = jac_start[dims.len()];
         let m = offsets[dims.len()];
-        jac.clear();
+        // `fill` and the pass below write every entry: the buffers are only resized, so that
+        // the last step's values are overwritten instead of zeroed first.
         jac.resize(rows, [0.0; 6]);
-        minv_jac.clear();
         minv_jac.resize(rows, [0.0; 6]);
-        b.clear();
         b.resize(m, 0.0);
         let parts = block_runs(&jac_start, &mut jac)
             .into_iter()
@@ -217,16 +213,6 @@ impl FactoredOperator {
                 }
             },
         );
-        row_block.clear();
-        row_block.resize(m, 0);
-        block_runs(&offsets, &mut row_block)
-            .into_par_iter()
-            .for_each(|(run, part)| {
-                let base = offsets[run.start];
-                for k in run {
-                    part[offsets[k] - base..offsets[k + 1] - base].fill(k);
-                }
-            });
         // The (block, side) pairs of each body: a counting sort by body, in block order
         // (counts shifted by one place so that the cursors of the placement end as the
         // ends of the bodies' lists).
@@ -241,7 +227,6 @@ impl FactoredOperator {
         for i in 0..nb {
             links_ptr[i + 2] += links_ptr[i + 1];
         }
-        links.clear();
         links.resize(links_ptr[nb + 1], (0, 0));
         for (k, bodies) in block_bodies.iter().enumerate() {
             for (s, &body) in bodies.iter().enumerate() {
@@ -250,7 +235,7 @@ impl FactoredOperator {
             }
         }
         links_ptr.pop();
-        scratch.clear();
+        // Each product zeroes it first.
         scratch.resize(6 * nb, 0.0);
         let op = FactoredOperator {
             offsets,
@@ -259,7 +244,6 @@ impl FactoredOperator {
             jac,
             minv_jac,
             inv_mass,
-            row_block,
             scratch: Mutex::new(scratch),
             links_ptr,
             links,
@@ -287,7 +271,6 @@ impl FactoredOperator {
             jac_start: self.jac_start,
             jac: self.jac,
             minv_jac: self.minv_jac,
-            row_block: self.row_block,
             links_ptr: self.links_ptr,
             links: self.links,
             scratch: self.scratch.into_inner().unwrap_or_else(|e| e.into_inner()),
@@ -396,10 +379,8 @@ impl FactoredOperator {
             });
     }
 
-    /// `(J w)_i` for one row `i`.
-    pub(super) fn row_times_velocity(&self, i: usize, w: &[f64]) -> f64 {
-        let k = self.row_block[i];
-        let r = i - self.offsets[k];
+    /// `(J w)` for row `r` of block `k`.
+    fn block_row_times_velocity(&self, k: usize, r: usize, w: &[f64]) -> f64 {
         self.block_bodies[k]
             .iter()
             .enumerate()
@@ -407,12 +388,29 @@ impl FactoredOperator {
             .sum()
     }
 
-    /// `y = J w`, rows in parallel.
+    /// `y = J w`, blocks in parallel.
     pub fn velocity_to_rows(&self, w: &[f64], y: &mut [f64]) {
-        y.par_iter_mut()
-            .with_min_len(crate::PAR_MIN_ITEMS)
-            .enumerate()
-            .for_each(|(i, yi)| *yi = self.row_times_velocity(i, w));
+        self.rows_times_velocity(w, y, |yi, v| *yi = v);
+    }
+
+    /// `set(y_i, (J w)_i)` for every row `i`, runs of blocks in parallel.
+    pub(super) fn rows_times_velocity(
+        &self,
+        w: &[f64],
+        y: &mut [f64],
+        set: impl Fn(&mut f64, f64) + Sync,
+    ) {
+        block_runs(&self.offsets, y)
+            .into_par_iter()
+            .for_each(|(run, part)| {
+                let base = self.offsets[run.start];
+                for k in run {
+                    let rows = &mut part[self.offsets[k] - base..self.offsets[k + 1] - base];
+                    for (r, yi) in rows.iter_mut().enumerate() {
+                        set(yi, self.block_row_times_velocity(k, r, w));
+                    }
+                }
+            });
     }
 }
 
@@ -440,7 +438,7 @@ fn dot6(a: &[f64; 6], b: &[f64]) -> f64 {
 
 impl DelassusOperator for FactoredOperator {
     fn rows(&self) -> usize {
-        self.row_block.len()
+        self.offsets.last().copied().unwrap_or(0)
     }
 
     fn apply(&self, x: &[f64], y: &mut [f64]) {
@@ -473,7 +471,7 @@ impl DelassusOperator for FactoredOperator {
 
     fn block_product(&self, k: usize, _gamma: &[f64], aux: &[f64], out: &mut [f64]) {
         for (r, o) in out[..self.dim(k)].iter_mut().enumerate() {
-            *o = self.row_times_velocity(self.offsets[k] + r, aux);
+            *o = self.block_row_times_velocity(k, r, aux);
         }
     }
 

@@ -11,7 +11,6 @@ use faer::sparse::linalg::cholesky::{
 };
 use faer::sparse::{SparseColMat, Triplet};
 use faer::{Conj, MatMut, Par, Side};
-use rayon::prelude::*;
 
 use super::operator::{
     AssembledOperator, DelassusOperator, FactoredOperator, Storage, block_offsets,
@@ -92,10 +91,7 @@ impl System {
         let m = b.len();
         // r = J v_free + b, in the memory of b.
         let mut r = b;
-        r.par_iter_mut()
-            .with_min_len(crate::PAR_MIN_ITEMS)
-            .enumerate()
-            .for_each(|(i, ri)| *ri += op.row_times_velocity(i, &v_free));
+        op.rows_times_velocity(&v_free, &mut r, |ri, jv| *ri += jv);
         let compliance = if compliance.is_empty() {
             let mut zeros = std::mem::take(&mut storage.compliance);
             zeros.clear();

@@ -178,6 +178,12 @@ fn contact_cone(mu: f64) -> Cone {
     }
 }
 
+/// Contact block `k`'s contact: `contacts[kept[k]]`, or `contacts[k]` when every contact
+/// is kept.
+fn kept_contact<'a>(contacts: &'a [Contact], kept: Option<&[usize]>, k: usize) -> &'a Contact {
+    &contacts[kept.map_or(k, |kept| kept[k])]
+}
+
 /// The problem bodies of a block between scene bodies `a` and `b` (`None`: the ground;
 /// `index` maps scene bodies to problem bodies): its dynamic sides, in that order. A block
 /// with no dynamic side has none (and is left out of the problem).
@@ -468,9 +474,10 @@ impl World {
         let h = self.settings.dt;
         let gravity = Vector3::from(self.settings.gravity);
         let mut dynamic_index = Vec::with_capacity(self.bodies.len());
-        // The springs' impulses over the step, `h M⁻¹ f`, per body.
-        let mut pushed = vec![[0.0; 6]; self.bodies.len()];
+        // The springs' impulses over the step, `h M⁻¹ f`, per body (none without springs).
+        let mut pushed = Vec::new();
         for f in self.springs.iter().flat_map(|s| s.forces(&self.bodies)) {
+            pushed.resize(self.bodies.len(), [0.0; 6]);
             let body = &self.bodies[f.body];
             if body.is_dynamic() {
                 let dv = body.velocity_change(&f.point, &(h * f.force));
@@ -487,9 +494,10 @@ impl World {
         let bodies: Vec<Body> = self
             .bodies
             .par_iter()
-            .zip(&pushed)
-            .filter(|(b, _)| b.is_dynamic())
-            .map(|(b, dv)| {
+            .enumerate()
+            .filter(|(_, b)| b.is_dynamic())
+            .map(|(i, b)| {
+                let dv = pushed.get(i).copied().unwrap_or([0.0; 6]);
                 let v = b.free_velocity(h, &gravity, self.settings.gyroscopic);
                 Body {
                     mass: b.mass,
@@ -507,14 +515,12 @@ impl World {
                 .filter(|&i| dynamic(&self.contacts[i]))
                 .collect::<Vec<usize>>()
         });
-        let contacts = || -> Box<dyn Iterator<Item = &Contact>> {
-            match &kept {
-                Some(kept) => Box::new(kept.iter().map(|&i| &self.contacts[i])),
-                None => Box::new(self.contacts.iter()),
-            }
-        };
-        let mut cones: Vec<Cone> = contacts()
-            .map(|c| {
+        let n = kept.as_ref().map_or(self.contacts.len(), Vec::len);
+        let contact = |k| kept_contact(&self.contacts, kept.as_deref(), k);
+        let mut cones: Vec<Cone> = (0..n)
+            .into_par_iter()
+            .map(|k| {
+                let c = contact(k);
                 contact_cone(
                     self.bodies[c.body_a]
                         .friction
@@ -522,8 +528,12 @@ impl World {
                 )
             })
             .collect();
-        let contact_keys: Vec<ContactKey> = contacts()
-            .map(|c| (c.body_a, c.body_b, c.feature))
+        let contact_keys: Vec<ContactKey> = (0..n)
+            .into_par_iter()
+            .map(|k| {
+                let c = contact(k);
+                (c.body_a, c.body_b, c.feature)
+            })
             .collect();
         let n_contact_rows: usize = cones.iter().map(Cone::dim).sum();
         let v_rec = self.settings.max_recovery_speed;
@@ -578,10 +588,7 @@ impl World {
         let v_rec = self.settings.max_recovery_speed;
         let index = &blocks.map.dynamic_index[..];
         let n_contacts = blocks.map.contact_keys.len();
-        let contact = |k: usize| match &blocks.kept {
-            Some(kept) => &self.contacts[kept[k]],
-            None => &self.contacts[k],
-        };
+        let contact = |k| kept_contact(&self.contacts, blocks.kept.as_deref(), k);
         let dims: Vec<usize> = blocks.cones.iter().map(Cone::dim).collect();
         let finite = AtomicBool::new(true);
         let (op, b) = FactoredOperator::build_in(
@@ -838,6 +845,42 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The step's system, built straight from the contacts in the memory of the last
+    /// steps' (larger) system, against the system of the validated [`Problem`] of
+    /// [`World::problem`]: the same `r`, diagonal blocks, products and velocities, to the bit.
+    #[test]
+    fn system_from_contacts_in_reused_memory_equals_the_problems() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/wrecking_ball.toml");
+        let mut scene = crate::sim::scene::load(std::path::Path::new(path), &[]).unwrap();
+        let world = &mut scene.world;
+        let mut solver = Runner::new(crate::registry::solver("pgs").unwrap());
+        world.spare = Storage::default();
+        for _ in 0..30 {
+            world.step(&mut solver).unwrap();
+        }
+        // Leave fewer contacts than the memory was last sized for.
+        let kept = world.bodies.len() - 3;
+        world.bodies.truncate(kept);
+        world
+            .joints
+            .retain(|j| j.body_b < kept && j.body_a.is_none_or(|a| a < kept));
+        let mut copy = world.clone();
+        let expected = System::new(&copy.problem().problem).unwrap();
+        world.prescribe();
+        world.detect();
+        let (sys, map) = world.assemble_system().unwrap();
+        assert!(map.contact_keys.len() > 5 && !map.joint_rows.is_empty());
+        assert_eq!(sys.r(), expected.r());
+        assert_eq!(sys.cones(), expected.cones());
+        assert_eq!(sys.compliance(), expected.compliance());
+        let gamma: Vec<f64> = (0..sys.rows()).map(|i| 1.0 + (i % 7) as f64).collect();
+        assert_eq!(sys.velocity(&gamma), expected.velocity(&gamma));
+        assert_eq!(sys.velocities(&gamma), expected.velocities(&gamma));
+        for k in 0..sys.blocks() {
+            assert_eq!(sys.diagonal_block(k), expected.diagonal_block(k));
+        }
+    }
 
     #[test]
     fn warm_start_matches_sorted_keys_and_leaves_new_contacts_at_zero() {

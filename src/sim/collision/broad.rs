@@ -160,14 +160,15 @@ struct Table {
 }
 
 impl Table {
-    /// The table of `entries`, whose levels are all in `used` (sorted, distinct).
+    /// The table of `entries`, whose levels are all in `used` (sorted, distinct): dense
+    /// where the cells fit, else hashed.
     fn new(entries: &[Entry], used: &[u32]) -> Table {
-        let layout = dense_boxes(entries, used).map_or_else(
-            || Layout::Hashed {
-                mask: (2 * entries.len()).next_power_of_two() - 1,
-            },
-            Layout::Dense,
-        );
+        let layout = dense_boxes(entries, used).map_or_else(|| hashed(entries), Layout::Dense);
+        Table::with_layout(entries, layout)
+    }
+
+    /// The table of `entries` in `layout`.
+    fn with_layout(entries: &[Entry], layout: Layout) -> Table {
         let slots = match &layout {
             Layout::Dense(boxes) => boxes.last().map_or(0, |b| {
                 b.first + b.dims.iter().map(|&d| d as usize).product::<usize>()
@@ -247,6 +248,13 @@ impl Table {
                 self.row(level, cell, &mut f);
             }
         }
+    }
+}
+
+/// The hashed layout for `entries`: twice as many buckets, rounded up to a power of two.
+fn hashed(entries: &[Entry]) -> Layout {
+    Layout::Hashed {
+        mask: (2 * entries.len()).next_power_of_two() - 1,
     }
 }
 
@@ -529,6 +537,40 @@ mod tests {
         let mut expected: Vec<(usize, usize)> = (1..=50).map(|j| (0, j)).collect();
         expected.push((0, 52));
         assert_eq!(pairs, expected);
+    }
+
+    #[test]
+    fn dense_and_hashed_cells_hold_the_same_bodies() {
+        // Bodies on three levels in a block of cells, several per cell, some cells empty.
+        let entries: Vec<Entry> = (0..600)
+            .map(|body| {
+                let level = [0, 0, 0, 1, 3][body % 5];
+                let cell = [body % 7, body / 7 % 5, body / 35 % 4].map(|c| c as i64 - 2);
+                Entry {
+                    key: Key { level, cell },
+                    body,
+                }
+            })
+            .collect();
+        let used = [0, 1, 3];
+        let dense = Table::new(&entries, &used);
+        assert!(matches!(dense.layout, Layout::Dense(_)));
+        let hashed = Table::with_layout(&entries, hashed(&entries));
+        let mut cells = 0;
+        for level in [0, 1, 2, 3] {
+            for c in (0..9 * 8 * 7).map(|i| [i % 9, i / 9 % 8, i / 72].map(|c| c as i64 - 4)) {
+                let bodies = |table: &Table| {
+                    let mut found = Vec::new();
+                    table.around(level, c, |j| found.push(j));
+                    found.sort_unstable();
+                    found
+                };
+                let found = bodies(&dense);
+                assert_eq!(found, bodies(&hashed), "level {level}, cell {c:?}");
+                cells += usize::from(!found.is_empty());
+            }
+        }
+        assert!(cells > 500, "{cells}");
     }
 
     #[test]
