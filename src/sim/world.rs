@@ -19,6 +19,7 @@ use super::fe::assembly::{self as fe_assembly, NodeContact, NodeKey};
 use super::joint::{ConstraintRow, Joint, tangent_frame};
 use super::projection;
 use super::spring::Spring;
+use super::{Pose, Shape};
 use crate::error::Result;
 use crate::problem::operator::{FactoredOperator, Storage};
 use crate::problem::{
@@ -142,6 +143,24 @@ pub struct World {
     /// pages cost more to map and zero than to fill: about a third of the assembly of 10⁵
     /// spheres). Scratch, not state: a clone starts without it.
     spare: Storage,
+    /// The collision detection's buffers, reused by the next step (scratch, not state).
+    collider: Collider,
+}
+
+/// The bodies' shapes, poses and static flags as collision detection reads them, and its
+/// buffers, kept between steps. A clone is empty.
+#[derive(Debug, Default)]
+struct Collider {
+    shapes: Vec<Shape>,
+    poses: Vec<Pose>,
+    is_static: Vec<bool>,
+    detector: collision::Detector,
+}
+
+impl Clone for Collider {
+    fn clone(&self) -> Self {
+        Collider::default()
+    }
 }
 
 /// The cone, row directions and bias of one contact block.
@@ -306,20 +325,25 @@ impl World {
             contacts: Vec::new(),
             node_contacts: Vec::new(),
             spare: Storage::default(),
+            collider: Collider::default(),
         }
     }
 
     /// Runs collision detection at the current poses, leaving out pairs joined by a joint;
     /// returns the number of contacts.
     fn detect(&mut self) -> usize {
-        let shapes: Vec<_> = self.bodies.iter().map(|b| b.shape).collect();
-        let poses: Vec<_> = self.bodies.iter().map(|b| b.pose).collect();
-        let is_static: Vec<bool> = self.bodies.iter().map(|b| !b.is_dynamic()).collect();
-        self.contacts.clear();
-        collision::detect(
-            &shapes,
-            &poses,
-            &is_static,
+        let c = &mut self.collider;
+        c.shapes.clear();
+        c.shapes.par_extend(self.bodies.par_iter().map(|b| b.shape));
+        c.poses.clear();
+        c.poses.par_extend(self.bodies.par_iter().map(|b| b.pose));
+        c.is_static.clear();
+        c.is_static
+            .par_extend(self.bodies.par_iter().map(|b| !b.is_dynamic()));
+        c.detector.detect(
+            &c.shapes,
+            &c.poses,
+            &c.is_static,
             self.settings.envelope,
             &mut self.contacts,
         );

@@ -295,15 +295,16 @@ fn dense_boxes(entries: &[Entry], used: &[u32]) -> Option<Vec<LevelBox>> {
     Some(boxes)
 }
 
-/// Candidate pairs for the narrow phase, sorted: `(plane, other)` for planes, `(i, j)` with
-/// `i < j` otherwise; pairs of two static bodies and plane–plane pairs are left out, and so
-/// are bodies with a non-finite pose.
+/// Candidate pairs for the narrow phase, sorted, into `out` (cleared first): `(plane,
+/// other)` for planes, `(i, j)` with `i < j` otherwise; pairs of two static bodies and
+/// plane–plane pairs are left out, and so are bodies with a non-finite pose.
 pub(crate) fn candidate_pairs(
     shapes: &[Shape],
     poses: &[Pose],
     is_static: &[bool],
     envelope: f64,
-) -> Vec<(usize, usize)> {
+    out: &mut Vec<(usize, usize)>,
+) {
     let aabbs: Vec<Option<Aabb>> = shapes
         .par_iter()
         .zip(poses.par_iter())
@@ -368,18 +369,22 @@ pub(crate) fn candidate_pairs(
     across.dedup();
     let planes: Vec<(usize, usize)> =
         plane_pairs(shapes, poses, &aabbs, is_static, envelope).collect();
-    merge(&merge(&same, &across), &planes)
+    if across.is_empty() {
+        merge(&same, &planes, out);
+    } else {
+        let mut both = Vec::new();
+        merge(&same, &across, &mut both);
+        merge(&both, &planes, out);
+    }
 }
 
 /// A list of body pairs.
 type Pairs = Vec<(usize, usize)>;
 
-/// The union of two sorted lists, sorted.
-fn merge(a: &[(usize, usize)], b: &[(usize, usize)]) -> Vec<(usize, usize)> {
-    if b.is_empty() {
-        return a.to_vec();
-    }
-    let mut out = Vec::with_capacity(a.len() + b.len());
+/// The union of two sorted lists, sorted, into `out` (cleared first).
+fn merge(a: &[(usize, usize)], b: &[(usize, usize)], out: &mut Vec<(usize, usize)>) {
+    out.clear();
+    out.reserve(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         if a[i] <= b[j] {
@@ -392,7 +397,6 @@ fn merge(a: &[(usize, usize)], b: &[(usize, usize)]) -> Vec<(usize, usize)> {
     }
     out.extend_from_slice(&a[i..]);
     out.extend_from_slice(&b[j..]);
-    out
 }
 
 /// Side of the level-0 cells: the median AABB size.
@@ -533,7 +537,8 @@ mod tests {
         poses.push(Pose::at(Vector3::new(25.0, 0.0, 6.0)));
         let mut is_static = vec![false; shapes.len()];
         is_static[0] = true;
-        let pairs = candidate_pairs(&shapes, &poses, &is_static, 0.01);
+        let mut pairs = Vec::new();
+        candidate_pairs(&shapes, &poses, &is_static, 0.01, &mut pairs);
         let mut expected: Vec<(usize, usize)> = (1..=50).map(|j| (0, j)).collect();
         expected.push((0, 52));
         assert_eq!(pairs, expected);

@@ -49,7 +49,7 @@ pub struct CollisionStats {
 
 /// All contacts with `distance <= envelope` between bodies that are not both static, written
 /// to `out` (cleared first) in the order of `(body_a, body_b, feature)`, whatever the number
-/// of threads. Plane–plane pairs are never tested.
+/// of threads. Plane–plane pairs are never tested. ([`Detector::detect`] with fresh buffers.)
 ///
 /// # Panics
 /// If `shapes`, `poses` and `is_static` differ in length.
@@ -60,25 +60,67 @@ pub fn detect(
     envelope: f64,
     out: &mut Vec<Contact>,
 ) -> CollisionStats {
-    assert_eq!(shapes.len(), poses.len(), "one pose per shape");
-    assert_eq!(shapes.len(), is_static.len(), "one static flag per shape");
-    let pairs = broad::candidate_pairs(shapes, poses, is_static, envelope);
-    out.clear();
-    // The pairs are sorted, each as (body_a, body_b) of its contacts, and the narrow phase
-    // sorts a pair's contacts by feature: collected in pair order, the contacts are sorted.
-    // Each thread appends to its own vector; the vectors come back in pair order.
-    let parts: Vec<Vec<Contact>> = pairs
-        .par_iter()
-        .fold(Vec::new, |mut part, &(a, b)| {
-            narrow::collide(a, b, shapes, poses, envelope, &mut part);
-            part
-        })
-        .collect();
-    out.reserve(parts.iter().map(Vec::len).sum());
-    parts.iter().for_each(|part| out.extend_from_slice(part));
-    CollisionStats {
-        candidate_pairs: pairs.len(),
-        contacts: out.len(),
+    Detector::default().detect(shapes, poses, is_static, envelope, out)
+}
+
+/// Candidate pairs handed to one narrow-phase task: the tasks do not depend on the number
+/// of threads.
+const PAIRS_PER_TASK: usize = 4096;
+
+/// Collision detection whose buffers are kept from one call to the next (a time stepper's:
+/// no pages mapped per step). A clone is empty: the buffers are scratch memory, not state.
+#[derive(Debug, Default)]
+pub struct Detector {
+    pairs: Vec<(usize, usize)>,
+    /// The contacts of each narrow-phase task.
+    parts: Vec<Vec<Contact>>,
+}
+
+impl Clone for Detector {
+    fn clone(&self) -> Self {
+        Detector::default()
+    }
+}
+
+impl Detector {
+    /// [`detect`] in the memory of the last call.
+    ///
+    /// # Panics
+    /// If `shapes`, `poses` and `is_static` differ in length.
+    pub fn detect(
+        &mut self,
+        shapes: &[Shape],
+        poses: &[Pose],
+        is_static: &[bool],
+        envelope: f64,
+        out: &mut Vec<Contact>,
+    ) -> CollisionStats {
+        assert_eq!(shapes.len(), poses.len(), "one pose per shape");
+        assert_eq!(shapes.len(), is_static.len(), "one static flag per shape");
+        broad::candidate_pairs(shapes, poses, is_static, envelope, &mut self.pairs);
+        out.clear();
+        // The pairs are sorted, each as (body_a, body_b) of its contacts, and the narrow
+        // phase sorts a pair's contacts by feature: collected in pair order, the contacts are
+        // sorted.
+        let tasks = self.pairs.len().div_ceil(PAIRS_PER_TASK);
+        self.parts.resize_with(tasks, Vec::new);
+        self.pairs
+            .par_chunks(PAIRS_PER_TASK)
+            .zip(&mut self.parts)
+            .for_each(|(pairs, part)| {
+                part.clear();
+                for &(a, b) in pairs {
+                    narrow::collide(a, b, shapes, poses, envelope, part);
+                }
+            });
+        out.reserve(self.parts[..tasks].iter().map(Vec::len).sum());
+        self.parts[..tasks]
+            .iter()
+            .for_each(|part| out.extend_from_slice(part));
+        CollisionStats {
+            candidate_pairs: self.pairs.len(),
+            contacts: out.len(),
+        }
     }
 }
 
