@@ -130,7 +130,7 @@ pub struct World {
     /// Stepper parameters.
     pub settings: StepSettings,
     /// The impulses of the last step's contact blocks in block order, which is the order of
-    /// their keys ([`collision::detect`] sorts the contacts): the warm start matches them
+    /// their keys ([`collision::Detector::detect`] sorts the contacts): the warm start matches them
     /// with the next step's contacts in one merge of the two sorted lists.
     warm_contacts: Vec<(ContactKey, [f64; 3])>,
     warm_joints: HashMap<(usize, usize), f64>,
