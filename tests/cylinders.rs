@@ -3,7 +3,7 @@
 
 use nalgebra::{UnitQuaternion, Vector3};
 use signorini::registry;
-use signorini::sim::collision::{Contact, detect};
+use signorini::sim::collision::{Contact, Detector};
 use signorini::sim::scene::{self, Scene};
 use signorini::sim::{Pose, Shape};
 
@@ -29,7 +29,7 @@ fn along(p: [f64; 3], axis: V3) -> Pose {
 /// The contacts of two bodies (neither static), checking the invariants of every contact.
 fn contacts(shapes: &[Shape; 2], poses: &[Pose; 2], envelope: f64) -> Vec<Contact> {
     let mut out = Vec::new();
-    detect(shapes, poses, &[false, false], envelope, &mut out);
+    Detector::default().detect(shapes, poses, &[false, false], envelope, &mut out);
     for c in &out {
         assert!((c.normal.norm() - 1.0).abs() < TOL, "unit normal");
         let gap = (c.point_b - c.point_a).dot(&c.normal);

@@ -20,6 +20,7 @@ pub use cone::Cone;
 pub use merit::Merit;
 pub use operator::DelassusOperator;
 pub use sparse::CsrMatrix;
+pub(crate) use system::FactoredParts;
 pub(crate) use system::SparseLlt;
 pub use system::System;
 

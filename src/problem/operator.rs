@@ -7,11 +7,13 @@
 //! block changes (paper 001, Algorithm 4.1). Compliance is not part of the operator: the
 //! [`super::System`] adds it.
 
+use std::mem::take;
+use std::ops::Range;
 use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use super::{BlockBodies, CsrMatrix, Factored};
+use super::{BlockBodies, CsrMatrix, Factored, JacobianBlock};
 
 /// `N = J M⁻¹ Jᵀ` (or an explicit `N`) on rows grouped in blocks of 1 to 3 rows.
 pub trait DelassusOperator: Send + Sync {
@@ -57,19 +59,39 @@ pub trait DelassusOperator: Send + Sync {
 
 /// Row offsets of the blocks: block `k` holds rows `offsets[k]..offsets[k + 1]`.
 pub fn block_offsets(dims: impl IntoIterator<Item = usize>) -> Vec<usize> {
-    let mut offsets = vec![0];
-    for d in dims {
-        offsets.push(offsets.last().copied().unwrap_or(0) + d);
-    }
+    let mut offsets = Vec::new();
+    offsets_into(&mut offsets, dims);
     offsets
 }
 
-/// The largest buffers of a [`FactoredOperator`] (its rows), kept from one time step to the
-/// next. A clone is empty: the buffers are scratch memory, not state.
+/// [`block_offsets`] in the memory of `out` (cleared first).
+fn offsets_into(out: &mut Vec<usize>, dims: impl IntoIterator<Item = usize>) {
+    out.clear();
+    out.push(0);
+    let mut at = 0;
+    out.extend(dims.into_iter().map(|d| {
+        at += d;
+        at
+    }));
+}
+
+/// The buffers of a [`FactoredOperator`] and of the [`super::System`] around it, kept from
+/// one time step to the next so that a step maps and zeroes no fresh pages. A clone is
+/// empty: the buffers are scratch memory, not state.
 #[derive(Debug, Default)]
 pub(crate) struct Storage {
+    offsets: Vec<usize>,
+    block_bodies: Vec<BlockBodies>,
+    jac_start: Vec<usize>,
     jac: Vec<[f64; 6]>,
     minv_jac: Vec<[f64; 6]>,
+    links_ptr: Vec<usize>,
+    links: Vec<(usize, usize)>,
+    scratch: Vec<f64>,
+    /// The bias `b` of the blocks' rows, then the system's `r = J v_free + b` made from it.
+    pub(super) b: Vec<f64>,
+    /// The system's compliance, one entry per row.
+    pub(super) compliance: Vec<f64>,
 }
 
 impl Clone for Storage {
@@ -94,8 +116,6 @@ pub struct FactoredOperator {
     minv_jac: Vec<[f64; 6]>,
     /// The diagonal of `M⁻¹`, 6 entries per body.
     inv_mass: Vec<[f64; 6]>,
-    /// Block of each row.
-    row_block: Vec<usize>,
     /// CSR over bodies of the (block, side) pairs acting on each body, in block order.
     links_ptr: Vec<usize>,
     links: Vec<(usize, usize)>,
@@ -108,77 +128,153 @@ impl FactoredOperator {
     /// Builds the operator of a validated factored problem with the given block dimensions:
     /// linear in the size of the problem, the copies of the rows in parallel.
     pub fn new(f: &Factored, dims: &[usize]) -> Self {
-        Self::new_in(f, dims, Storage::default())
+        Self::new_in(f, dims, &mut Storage::default()).0
     }
 
-    /// [`FactoredOperator::new`] in the memory of `storage` (that of an operator of the same
-    /// size or larger, from [`FactoredOperator::into_storage`]): a time stepper reuses the
-    /// pages of the last step's rows instead of having fresh ones mapped and zeroed.
-    pub(crate) fn new_in(f: &Factored, dims: &[usize], storage: Storage) -> Self {
-        let Storage {
-            mut jac,
-            mut minv_jac,
-        } = storage;
+    /// [`FactoredOperator::new`] in the memory of `storage` (see [`Self::build_in`]); also
+    /// returns the problem's `b`.
+    pub(crate) fn new_in(f: &Factored, dims: &[usize], storage: &mut Storage) -> (Self, Vec<f64>) {
         let offsets = block_offsets(dims.iter().copied());
-        let inv_mass: Vec<[f64; 6]> = f.bodies.par_iter().map(|b| b.inv_mass()).collect();
-        let jac_start = block_offsets(f.jacobians.iter().map(|j| j.rows.len()));
-        let rows = jac_start[f.jacobians.len()];
-        jac.clear();
+        Self::build_in(
+            f.bodies.par_iter().map(|b| b.inv_mass()).collect(),
+            dims,
+            |k| f.jacobians[k].bodies.clone(),
+            |k, rows, b| {
+                rows.copy_from_slice(&f.jacobians[k].rows);
+                b.copy_from_slice(&f.b[offsets[k]..offsets[k + 1]]);
+            },
+            storage,
+        )
+    }
+
+    /// Builds the operator of blocks of dimensions `dims` on bodies with the diagonal
+    /// `inv_mass` of `M⁻¹`: block `k` acts on bodies `bodies_of(k)` (1 or 2, distinct, in
+    /// range), and `fill(k, rows, b)` writes its `d_k · bodies` Jacobian rows (body by body,
+    /// as [`super::JacobianBlock::rows`]) and its `d_k` entries of the bias `b`, which comes
+    /// back beside the operator; it must write every one of them (the buffers hold the last
+    /// operator's values). The blocks are written in parallel, each block's rows of
+    /// `M⁻¹ Jᵀ` right after its rows of `J`; the buffers are taken from `storage` (that of
+    /// an earlier operator, from [`Self::into_storage`]) so that a time stepper reuses the
+    /// pages of the last step instead of having fresh ones mapped and zeroed.
+    pub(crate) fn build_in(
+        inv_mass: Vec<[f64; 6]>,
+        dims: &[usize],
+        bodies_of: impl Fn(usize) -> BlockBodies + Sync,
+        fill: impl Fn(usize, &mut [[f64; 6]], &mut [f64]) + Sync,
+        storage: &mut Storage,
+    ) -> (Self, Vec<f64>) {
+        let mut offsets = take(&mut storage.offsets);
+        let mut block_bodies = take(&mut storage.block_bodies);
+        let mut jac_start = take(&mut storage.jac_start);
+        let mut jac = take(&mut storage.jac);
+        let mut minv_jac = take(&mut storage.minv_jac);
+        let mut links_ptr = take(&mut storage.links_ptr);
+        let mut links = take(&mut storage.links);
+        let mut scratch = take(&mut storage.scratch);
+        let mut b = take(&mut storage.b);
+        offsets_into(&mut offsets, dims.iter().copied());
+        block_bodies.clear();
+        block_bodies.par_extend((0..dims.len()).into_par_iter().map(&bodies_of));
+        offsets_into(
+            &mut jac_start,
+            dims.iter().zip(&block_bodies).map(|(d, bb)| d * bb.len()),
+        );
+        let rows = jac_start[dims.len()];
+        let m = offsets[dims.len()];
+        // `fill` and the pass below write every entry: the buffers are only resized, so that
+        // the last step's values are overwritten instead of zeroed first.
         jac.resize(rows, [0.0; 6]);
-        fill_by_blocks(&mut jac, &jac_start, |k, out| {
-            out.copy_from_slice(&f.jacobians[k].rows);
-        });
-        minv_jac.clear();
         minv_jac.resize(rows, [0.0; 6]);
-        fill_by_blocks(&mut minv_jac, &jac_start, |k, out| {
-            let block = &f.jacobians[k];
-            let d = dims[k];
-            for (s, &body) in block.bodies.iter().enumerate() {
-                let im = &inv_mass[body];
-                for (o, row) in out[s * d..(s + 1) * d].iter_mut().zip(&block.rows[s * d..]) {
-                    *o = std::array::from_fn(|c| im[c] * row[c]);
+        b.resize(m, 0.0);
+        let parts = block_runs(&jac_start, &mut jac)
+            .into_iter()
+            .zip(block_runs(&jac_start, &mut minv_jac))
+            .zip(block_runs(&offsets, &mut b));
+        parts.collect::<Vec<_>>().into_par_iter().for_each(
+            |(((run, jac), (_, minv_jac)), (_, b))| {
+                let (base, row_base) = (jac_start[run.start], offsets[run.start]);
+                for k in run {
+                    let (start, end) = (jac_start[k] - base, jac_start[k + 1] - base);
+                    let j = &mut jac[start..end];
+                    fill(
+                        k,
+                        j,
+                        &mut b[offsets[k] - row_base..offsets[k + 1] - row_base],
+                    );
+                    let d = dims[k];
+                    for (s, &body) in block_bodies[k].iter().enumerate() {
+                        let im = &inv_mass[body];
+                        let side = s * d..(s + 1) * d;
+                        for (o, row) in minv_jac[start..end][side.clone()].iter_mut().zip(&j[side])
+                        {
+                            *o = std::array::from_fn(|c| im[c] * row[c]);
+                        }
+                    }
                 }
+            },
+        );
+        // The (block, side) pairs of each body: a counting sort by body, in block order
+        // (counts shifted by one place so that the cursors of the placement end as the
+        // ends of the bodies' lists).
+        let nb = inv_mass.len();
+        links_ptr.clear();
+        links_ptr.resize(nb + 2, 0);
+        for bodies in &block_bodies {
+            for &body in bodies {
+                links_ptr[body + 2] += 1;
             }
-        });
-        let mut row_block = vec![0; offsets[dims.len()]];
-        fill_by_blocks(&mut row_block, &offsets, |k, out| out.fill(k));
-        // The (block, side) pairs of each body: a counting sort by body, in block order.
-        let mut links_ptr = vec![0usize; f.bodies.len() + 1];
-        for block in &f.jacobians {
-            for &body in &block.bodies {
+        }
+        for i in 0..nb {
+            links_ptr[i + 2] += links_ptr[i + 1];
+        }
+        links.resize(links_ptr[nb + 1], (0, 0));
+        for (k, bodies) in block_bodies.iter().enumerate() {
+            for (s, &body) in bodies.iter().enumerate() {
+                links[links_ptr[body + 1]] = (k, s);
                 links_ptr[body + 1] += 1;
             }
         }
-        for i in 0..f.bodies.len() {
-            links_ptr[i + 1] += links_ptr[i];
-        }
-        let mut fill = links_ptr.clone();
-        let mut links = vec![(0, 0); links_ptr[f.bodies.len()]];
-        for (k, block) in f.jacobians.iter().enumerate() {
-            for (s, &body) in block.bodies.iter().enumerate() {
-                links[fill[body]] = (k, s);
-                fill[body] += 1;
-            }
-        }
-        FactoredOperator {
+        links_ptr.pop();
+        // Each product zeroes it first.
+        scratch.resize(6 * nb, 0.0);
+        let op = FactoredOperator {
             offsets,
-            block_bodies: f.jacobians.par_iter().map(|j| j.bodies.clone()).collect(),
+            block_bodies,
             jac_start,
             jac,
             minv_jac,
             inv_mass,
-            row_block,
-            scratch: Mutex::new(vec![0.0; 6 * f.bodies.len()]),
+            scratch: Mutex::new(scratch),
             links_ptr,
             links,
-        }
+        };
+        (op, b)
     }
 
-    /// The memory of the rows, for [`FactoredOperator::new_in`].
+    /// The Jacobian blocks of the operator, block by block (what a [`Factored`] problem
+    /// holds).
+    pub fn jacobian_blocks(&self) -> Vec<JacobianBlock> {
+        (0..self.block_bodies.len())
+            .into_par_iter()
+            .map(|k| JacobianBlock {
+                bodies: self.block_bodies[k].clone(),
+                rows: self.jac[self.jac_start[k]..self.jac_start[k + 1]].into(),
+            })
+            .collect()
+    }
+
+    /// The memory of the operator, for [`FactoredOperator::build_in`].
     pub(crate) fn into_storage(self) -> Storage {
         Storage {
+            offsets: self.offsets,
+            block_bodies: self.block_bodies,
+            jac_start: self.jac_start,
             jac: self.jac,
             minv_jac: self.minv_jac,
+            links_ptr: self.links_ptr,
+            links: self.links,
+            scratch: self.scratch.into_inner().unwrap_or_else(|e| e.into_inner()),
+            ..Storage::default()
         }
     }
 
@@ -283,10 +379,8 @@ impl FactoredOperator {
             });
     }
 
-    /// `(J w)_i` for one row `i`.
-    fn row_times_velocity(&self, i: usize, w: &[f64]) -> f64 {
-        let k = self.row_block[i];
-        let r = i - self.offsets[k];
+    /// `(J w)` for row `r` of block `k`.
+    fn block_row_times_velocity(&self, k: usize, r: usize, w: &[f64]) -> f64 {
         self.block_bodies[k]
             .iter()
             .enumerate()
@@ -294,19 +388,36 @@ impl FactoredOperator {
             .sum()
     }
 
-    /// `y = J w`, rows in parallel.
+    /// `y = J w`, blocks in parallel.
     pub fn velocity_to_rows(&self, w: &[f64], y: &mut [f64]) {
-        y.par_iter_mut()
-            .with_min_len(crate::PAR_MIN_ITEMS)
-            .enumerate()
-            .for_each(|(i, yi)| *yi = self.row_times_velocity(i, w));
+        self.rows_times_velocity(w, y, |yi, v| *yi = v);
+    }
+
+    /// `set(y_i, (J w)_i)` for every row `i`, runs of blocks in parallel.
+    pub(super) fn rows_times_velocity(
+        &self,
+        w: &[f64],
+        y: &mut [f64],
+        set: impl Fn(&mut f64, f64) + Sync,
+    ) {
+        block_runs(&self.offsets, y)
+            .into_par_iter()
+            .for_each(|(run, part)| {
+                let base = self.offsets[run.start];
+                for k in run {
+                    let rows = &mut part[self.offsets[k] - base..self.offsets[k + 1] - base];
+                    for (r, yi) in rows.iter_mut().enumerate() {
+                        set(yi, self.block_row_times_velocity(k, r, w));
+                    }
+                }
+            });
     }
 }
 
-/// Fills `out` in parallel, block by block: block `k` owns `out[start[k]..start[k + 1]]`
-/// and `fill(k, part)` writes it. Runs of consecutive blocks go to the threads, so the
-/// result does not depend on their number.
-fn fill_by_blocks<T: Send>(out: &mut [T], start: &[usize], fill: impl Fn(usize, &mut [T]) + Sync) {
+/// `out` cut into runs of consecutive blocks for the threads: block `k` owns
+/// `out[start[k]..start[k + 1]]`, and each run comes with its blocks and its part. The runs
+/// do not depend on the number of threads, so neither does what is written in them.
+fn block_runs<'a, T>(start: &[usize], out: &'a mut [T]) -> Vec<(Range<usize>, &'a mut [T])> {
     /// Blocks per run: enough to amortize a task, few enough to balance the threads.
     const RUN: usize = 4096;
     let blocks = start.len() - 1;
@@ -318,12 +429,7 @@ fn fill_by_blocks<T: Send>(out: &mut [T], start: &[usize], fill: impl Fn(usize, 
         runs.push((first..last, part));
         rest = tail;
     }
-    runs.into_par_iter().for_each(|(run, part)| {
-        let base = start[run.start];
-        for k in run {
-            fill(k, &mut part[start[k] - base..start[k + 1] - base]);
-        }
-    });
+    runs
 }
 
 fn dot6(a: &[f64; 6], b: &[f64]) -> f64 {
@@ -332,7 +438,7 @@ fn dot6(a: &[f64; 6], b: &[f64]) -> f64 {
 
 impl DelassusOperator for FactoredOperator {
     fn rows(&self) -> usize {
-        self.row_block.len()
+        self.offsets.last().copied().unwrap_or(0)
     }
 
     fn apply(&self, x: &[f64], y: &mut [f64]) {
@@ -365,7 +471,7 @@ impl DelassusOperator for FactoredOperator {
 
     fn block_product(&self, k: usize, _gamma: &[f64], aux: &[f64], out: &mut [f64]) {
         for (r, o) in out[..self.dim(k)].iter_mut().enumerate() {
-            *o = self.row_times_velocity(self.offsets[k] + r, aux);
+            *o = self.block_row_times_velocity(k, r, aux);
         }
     }
 

@@ -25,6 +25,24 @@ struct GlobalParts {
     h_factor: SparseLlt,
 }
 
+/// A factored system by its parts, for [`System::from_factored`].
+pub(crate) struct FactoredParts {
+    /// The problem's name.
+    pub name: String,
+    /// Where it comes from.
+    pub class: ProblemClass,
+    /// The cones, one per block of `op`.
+    pub cones: Vec<Cone>,
+    /// The operator.
+    pub op: FactoredOperator,
+    /// The bias `b`, one entry per row.
+    pub b: Vec<f64>,
+    /// The free velocities, 6 per body of `op`.
+    pub v_free: Vec<f64>,
+    /// The compliance of each row; empty = rigid.
+    pub compliance: Vec<f64>,
+}
+
 /// The problem every solver works on: `K ∋ γ ⊥ u = (N + E) γ + r ∈ K*`.
 pub struct System {
     name: String,
@@ -53,26 +71,62 @@ impl System {
     /// (the copies of the data; for a global problem the factor of `H` and the reduced `N`)
     /// and refused, before it is allocated, when it exceeds the limit.
     pub fn with_limits(problem: &Problem, limits: &Limits) -> Result<Self> {
-        Self::build(problem, limits, Storage::default())
+        Self::build(problem, limits)
     }
 
-    /// [`System::new`] in the memory of a factored operator's `storage` (see
-    /// [`FactoredOperator::new_in`]).
-    pub(crate) fn new_in(problem: &Problem, storage: Storage) -> Result<Self> {
-        Self::build(problem, &Limits::default(), storage)
+    /// The system of a factored problem given by its parts, its `r` and compliance in the
+    /// memory of `storage` (see [`FactoredOperator::build_in`]): what a time stepper builds
+    /// straight from its contacts, without a [`Problem`] (which validation would check; the
+    /// parts must be valid).
+    pub(crate) fn from_factored(parts: FactoredParts, storage: &mut Storage) -> Self {
+        let FactoredParts {
+            name,
+            class,
+            cones,
+            op,
+            b,
+            v_free,
+            compliance,
+        } = parts;
+        let m = b.len();
+        // r = J v_free + b, in the memory of b.
+        let mut r = b;
+        op.rows_times_velocity(&v_free, &mut r, |ri, jv| *ri += jv);
+        let compliance = if compliance.is_empty() {
+            let mut zeros = std::mem::take(&mut storage.compliance);
+            zeros.clear();
+            zeros.resize(m, 0.0);
+            zeros
+        } else {
+            compliance
+        };
+        System {
+            name,
+            class,
+            offsets: op.offsets().to_vec(),
+            cones,
+            r,
+            compliance,
+            op: Box::new(op),
+            global: None,
+            v_free: Some(v_free),
+        }
     }
 
-    /// The memory of the factored operator's rows, for [`System::new_in`] (empty for the
-    /// other forms).
+    /// The memory of a factored system, for [`System::from_factored`] (empty for the other
+    /// forms).
     pub(crate) fn into_storage(self) -> Storage {
-        match self.global {
+        let mut storage = match self.global {
             None => self.op.into_factored().map(|op| op.into_storage()),
             Some(_) => None,
         }
-        .unwrap_or_default()
+        .unwrap_or_default();
+        storage.b = self.r;
+        storage.compliance = self.compliance;
+        storage
     }
 
-    fn build(problem: &Problem, limits: &Limits, storage: Storage) -> Result<Self> {
+    fn build(problem: &Problem, limits: &Limits) -> Result<Self> {
         problem.validate()?;
         limits.check(
             || format!("problem `{}` ({} rows)", problem.name, problem.rows()),
@@ -82,16 +136,20 @@ impl System {
         let offsets = block_offsets(dims.iter().copied());
         let m = offsets[dims.len()];
         let mut global = None;
-        let mut v_free = None;
         let (op, r): (Box<dyn DelassusOperator>, Vec<f64>) = match &problem.operator {
             Operator::Factored(f) => {
-                let op = FactoredOperator::new_in(f, &dims, storage);
-                let vf: Vec<f64> = f.bodies.iter().flat_map(|b| b.v_free).collect();
-                let mut r = vec![0.0; m];
-                op.velocity_to_rows(&vf, &mut r);
-                r.iter_mut().zip(&f.b).for_each(|(ri, bi)| *ri += bi);
-                v_free = Some(vf);
-                (Box::new(op), r)
+                let mut storage = Storage::default();
+                let (op, b) = FactoredOperator::new_in(f, &dims, &mut storage);
+                let parts = FactoredParts {
+                    name: problem.name.clone(),
+                    class: problem.class,
+                    cones: problem.cones.clone(),
+                    op,
+                    b,
+                    v_free: f.bodies.iter().flat_map(|b| b.v_free).collect(),
+                    compliance: problem.compliance.clone(),
+                };
+                return Ok(Self::from_factored(parts, &mut storage));
             }
             Operator::Assembled(a) => (
                 Box::new(AssembledOperator::new(a.n.clone(), &dims)),
@@ -120,7 +178,7 @@ impl System {
             compliance,
             op,
             global,
-            v_free,
+            v_free: None,
         })
     }
 

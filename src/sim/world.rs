@@ -4,6 +4,7 @@
 //! eq. (1), DESIGN §1 and §5).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use nalgebra::Vector3;
@@ -18,10 +19,11 @@ use super::fe::assembly::{self as fe_assembly, NodeContact, NodeKey};
 use super::joint::{ConstraintRow, Joint, tangent_frame};
 use super::projection;
 use super::spring::Spring;
+use super::{Pose, Shape};
 use crate::error::Result;
-use crate::problem::operator::Storage;
+use crate::problem::operator::{FactoredOperator, Storage};
 use crate::problem::{
-    Body, Cone, Factored, FrictionModel, JacobianBlock, Operator, Problem, System,
+    BlockBodies, Body, Cone, Factored, FactoredParts, FrictionModel, Operator, Problem, System,
 };
 use crate::solver::{Criterion, Report, Runner, Settings};
 
@@ -128,7 +130,7 @@ pub struct World {
     /// Stepper parameters.
     pub settings: StepSettings,
     /// The impulses of the last step's contact blocks in block order, which is the order of
-    /// their keys ([`collision::detect`] sorts the contacts): the warm start matches them
+    /// their keys ([`collision::Detector::detect`] sorts the contacts): the warm start matches them
     /// with the next step's contacts in one merge of the two sorted lists.
     warm_contacts: Vec<(ContactKey, [f64; 3])>,
     warm_joints: HashMap<(usize, usize), f64>,
@@ -137,22 +139,27 @@ pub struct World {
     node_contacts: Vec<NodeContact>,
     /// Body pairs joined by a joint: they do not collide with each other.
     jointed: HashSet<(usize, usize)>,
-    /// The memory of the last step's Jacobian blocks and of its operator's rows, reused by
-    /// the next step (fresh pages cost more to map and zero than to fill: about a third of
-    /// the assembly of 10⁵ spheres). Scratch, not state: a clone starts without it.
-    spare: Spare,
+    /// The memory of the last step's operator and system, reused by the next step (fresh
+    /// pages cost more to map and zero than to fill: about a third of the assembly of 10⁵
+    /// spheres). Scratch, not state: a clone starts without it.
+    spare: Storage,
+    /// The collision detection's buffers, reused by the next step (scratch, not state).
+    collider: Collider,
 }
 
-/// Buffers of one step reused by the next.
+/// The bodies' shapes, poses and static flags as collision detection reads them, and its
+/// buffers, kept between steps. A clone is empty.
 #[derive(Debug, Default)]
-struct Spare {
-    jacobians: Vec<JacobianBlock>,
-    storage: Storage,
+struct Collider {
+    shapes: Vec<Shape>,
+    poses: Vec<Pose>,
+    is_static: Vec<bool>,
+    detector: collision::Detector,
 }
 
-impl Clone for Spare {
+impl Clone for Collider {
     fn clone(&self) -> Self {
-        Spare::default()
+        Collider::default()
     }
 }
 
@@ -173,47 +180,66 @@ pub(crate) fn contact_block(c: &Contact, mu: f64, h: f64, v_rec: f64) -> Contact
     // b = Φ/h: a gap may close within the step, a penetration is pushed out no faster than
     // the recovery speed.
     let bias = [(c.distance / h).max(-v_rec), 0.0, 0.0];
-    let cone = if mu > 0.0 {
-        Cone::Coulomb { mu }
-    } else {
-        Cone::Unilateral
-    };
     ContactBlock {
-        cone,
+        cone: contact_cone(mu),
         dirs: [c.normal, t1, t2],
         bias,
     }
 }
 
-/// The Jacobian block with rows `rows_a`, `rows_b` for bodies `a`, `b` (`None`: the ground;
-/// `index` maps scene bodies to problem bodies). A non-dynamic side contributes `J v` (a
-/// kinematic body's velocity) to `bias` instead; a block with no dynamic side has no
-/// bodies (and is dropped by the caller).
-fn jacobian_block(
+/// The cone of a contact with friction coefficient `mu`: Coulomb with friction,
+/// unilateral without.
+fn contact_cone(mu: f64) -> Cone {
+    if mu > 0.0 {
+        Cone::Coulomb { mu }
+    } else {
+        Cone::Unilateral
+    }
+}
+
+/// Contact block `k`'s contact: `contacts[kept[k]]`, or `contacts[k]` when every contact
+/// is kept.
+fn kept_contact<'a>(contacts: &'a [Contact], kept: Option<&[usize]>, k: usize) -> &'a Contact {
+    &contacts[kept.map_or(k, |kept| kept[k])]
+}
+
+/// The problem bodies of a block between scene bodies `a` and `b` (`None`: the ground;
+/// `index` maps scene bodies to problem bodies): its dynamic sides, in that order. A block
+/// with no dynamic side has none (and is left out of the problem).
+fn block_bodies(index: &[Option<usize>], a: Option<usize>, b: Option<usize>) -> BlockBodies {
+    [a, b]
+        .into_iter()
+        .flatten()
+        .filter_map(|i| index[i])
+        .collect()
+}
+
+/// Writes the Jacobian rows of a block with rows `rows_a`, `rows_b` for scene bodies `a`,
+/// `b` (as [`block_bodies`]) to `out`, dynamic side by dynamic side. A non-dynamic side
+/// contributes `J v` (a kinematic body's velocity) to `bias` instead; the ground (`None`)
+/// has no velocity and contributes nothing.
+fn write_block(
     bodies: &[RigidBody],
     index: &[Option<usize>],
     (a, rows_a): (Option<usize>, &[[f64; 6]]),
     (b, rows_b): (Option<usize>, &[[f64; 6]]),
+    out: &mut [[f64; 6]],
     bias: &mut [f64],
-) -> JacobianBlock {
-    let mut block = JacobianBlock::default();
-    // The ground (`None`) has no velocity and contributes nothing.
+) {
+    let d = bias.len();
+    let mut side = 0;
     for (body, rows) in [(a, rows_a), (b, rows_b)] {
         let Some(body) = body else { continue };
-        match index[body] {
-            Some(i) => {
-                block.bodies.push(i);
-                block.rows.extend_from_slice(rows);
-            }
-            None => {
-                let v = bodies[body].generalized_velocity();
-                for (bi, row) in bias.iter_mut().zip(rows) {
-                    *bi += (0..6).map(|c| row[c] * v[c]).sum::<f64>();
-                }
+        if index[body].is_some() {
+            out[side * d..(side + 1) * d].copy_from_slice(rows);
+            side += 1;
+        } else {
+            let v = bodies[body].generalized_velocity();
+            for (bi, row) in bias.iter_mut().zip(rows) {
+                *bi += (0..6).map(|c| row[c] * v[c]).sum::<f64>();
             }
         }
     }
-    block
 }
 
 /// The rows `±(e, r × e)` of `body` (angular part in the body frame) for the directions
@@ -234,10 +260,44 @@ fn point_rows(
     rows
 }
 
-/// What a contact block adds to the problem besides its Jacobian.
-struct ContactRows {
-    cone: Cone,
-    bias: [f64; 3],
+/// A joint row of a step's problem: its bodies (scene indices), rows and bias.
+struct JointBlock {
+    a: Option<usize>,
+    b: usize,
+    rows: [[f64; 6]; 2],
+    bias: f64,
+}
+
+/// How the blocks of a step's problem map back to the scene.
+struct BlockMap {
+    /// Problem body index of each scene body (`None` for fixed and kinematic bodies).
+    dynamic_index: Vec<Option<usize>>,
+    /// Key of each contact block, in block order (contact blocks come first).
+    contact_keys: Vec<ContactKey>,
+    /// Joint rows present, as (joint, row) in block order, after the contact blocks.
+    joint_rows: Vec<(usize, usize)>,
+    /// Key of each contact block of a solid's node, after the joint rows.
+    node_keys: Vec<NodeKey>,
+}
+
+/// The factored problem of a step before its rows are written: its bodies and blocks.
+struct Blocks {
+    bodies: Vec<Body>,
+    cones: Vec<Cone>,
+    /// The contact (index into `World::contacts`) of each contact block; `None` when every
+    /// contact has a block.
+    kept: Option<Vec<usize>>,
+    joints: Vec<JointBlock>,
+    compliance: Vec<f64>,
+    map: BlockMap,
+}
+
+/// The factored operator of a step's blocks and their bias.
+struct Written {
+    op: FactoredOperator,
+    b: Vec<f64>,
+    /// Whether every row and bias entry is finite.
+    finite: bool,
 }
 
 impl World {
@@ -264,21 +324,26 @@ impl World {
             warm_nodes: HashMap::new(),
             contacts: Vec::new(),
             node_contacts: Vec::new(),
-            spare: Spare::default(),
+            spare: Storage::default(),
+            collider: Collider::default(),
         }
     }
 
     /// Runs collision detection at the current poses, leaving out pairs joined by a joint;
     /// returns the number of contacts.
     fn detect(&mut self) -> usize {
-        let shapes: Vec<_> = self.bodies.iter().map(|b| b.shape).collect();
-        let poses: Vec<_> = self.bodies.iter().map(|b| b.pose).collect();
-        let is_static: Vec<bool> = self.bodies.iter().map(|b| !b.is_dynamic()).collect();
-        self.contacts.clear();
-        collision::detect(
-            &shapes,
-            &poses,
-            &is_static,
+        let c = &mut self.collider;
+        c.shapes.clear();
+        c.shapes.par_extend(self.bodies.par_iter().map(|b| b.shape));
+        c.poses.clear();
+        c.poses.par_extend(self.bodies.par_iter().map(|b| b.pose));
+        c.is_static.clear();
+        c.is_static
+            .par_extend(self.bodies.par_iter().map(|b| !b.is_dynamic()));
+        c.detector.detect(
+            &c.shapes,
+            &c.poses,
+            &c.is_static,
             self.settings.envelope,
             &mut self.contacts,
         );
@@ -308,26 +373,84 @@ impl World {
     pub fn problem(&mut self) -> StepProblem {
         self.prescribe();
         self.detect();
-        self.assemble_step()
+        let (problem, map) = self.assemble_problem();
+        let BlockMap {
+            dynamic_index,
+            contact_keys,
+            joint_rows,
+            node_keys,
+        } = map;
+        StepProblem {
+            problem,
+            dynamic_index,
+            contact_keys,
+            joint_rows,
+            node_keys,
+        }
+    }
+
+    /// The system the step solves and the map of its blocks. Without solids it is built
+    /// straight from the contacts and joints (no [`Problem`]: the blocks are valid by
+    /// construction, and a non-finite value sends them through [`Problem::validate`] for
+    /// its error); with solids, from the global problem of [`Self::assemble_problem`].
+    fn assemble_system(&mut self) -> Result<(System, BlockMap)> {
+        if !self.solids.is_empty() {
+            let (problem, map) = self.assemble_problem();
+            return Ok((System::new(&problem)?, map));
+        }
+        let mut storage = std::mem::take(&mut self.spare);
+        let blocks = self.blocks();
+        let written = self.write(&blocks, &mut storage);
+        let Blocks {
+            bodies,
+            cones,
+            compliance,
+            map,
+            ..
+        } = blocks;
+        let v_free: Vec<f64> = bodies.iter().flat_map(|b| b.v_free).collect();
+        if !(written.finite && v_free.iter().all(|v| v.is_finite())) {
+            self.problem_of(bodies, cones, compliance, written)
+                .validate()?;
+            unreachable!("validation refuses a non-finite value");
+        }
+        let parts = FactoredParts {
+            name: format!("step {}", self.steps),
+            class: Default::default(),
+            cones,
+            op: written.op,
+            b: written.b,
+            v_free,
+            compliance,
+        };
+        Ok((System::from_factored(parts, &mut storage), map))
     }
 
     /// The problem of the step: the factored form of the rigid bodies, or, with solids, the
     /// global form of the rigid bodies and the solids together.
-    fn assemble_step(&mut self) -> StepProblem {
-        let jacobians = std::mem::take(&mut self.spare.jacobians);
-        let mut sp = self.assemble(jacobians);
+    fn assemble_problem(&mut self) -> (Problem, BlockMap) {
+        let blocks = self.blocks();
+        let written = self.write(&blocks, &mut Storage::default());
+        let Blocks {
+            bodies,
+            cones,
+            compliance,
+            mut map,
+            ..
+        } = blocks;
+        let mut problem = self.problem_of(bodies, cones, compliance, written);
         if self.solids.is_empty() {
-            return sp;
+            return (problem, map);
         }
-        let Operator::Factored(factored) = &sp.problem.operator else {
-            unreachable!("assemble builds the factored form")
+        let Operator::Factored(factored) = &problem.operator else {
+            unreachable!("problem_of builds the factored form")
         };
         let g = fe_assembly::global(
             &fe_assembly::Parts {
                 factored,
-                cones: &sp.problem.cones,
+                cones: &problem.cones,
                 bodies: &self.bodies,
-                dynamic_index: &sp.dynamic_index,
+                dynamic_index: &map.dynamic_index,
                 solids: &self.solids,
                 contacts: &self.node_contacts,
             },
@@ -335,27 +458,50 @@ impl World {
             &Vector3::from(self.settings.gravity),
             self.settings.max_recovery_speed,
         );
-        if !sp.problem.compliance.is_empty() {
+        if !problem.compliance.is_empty() {
             let c = self.settings.contact_compliance;
-            sp.problem
+            problem
                 .compliance
                 .extend(std::iter::repeat_n(c, g.node_rows));
         }
-        sp.problem.cones = g.cones;
-        sp.problem.operator = Operator::Global(g.global);
-        sp.node_keys = g.node_keys;
-        sp
+        problem.cones = g.cones;
+        problem.operator = Operator::Global(g.global);
+        map.node_keys = g.node_keys;
+        (problem, map)
     }
 
-    /// Builds the factored problem from the current contacts and joints, its blocks in the
-    /// memory of `jacobians` (cleared first).
-    fn assemble(&self, jacobians: Vec<JacobianBlock>) -> StepProblem {
+    /// The factored [`Problem`] of written blocks.
+    fn problem_of(
+        &self,
+        bodies: Vec<Body>,
+        cones: Vec<Cone>,
+        compliance: Vec<f64>,
+        written: Written,
+    ) -> Problem {
+        Problem {
+            name: format!("step {}", self.steps),
+            class: Default::default(),
+            cones,
+            operator: Operator::Factored(Factored {
+                bodies,
+                jacobians: written.op.jacobian_blocks(),
+                b: written.b,
+            }),
+            compliance,
+        }
+    }
+
+    /// The bodies and blocks of the factored problem of the current contacts and joints:
+    /// a contact block for each contact with a dynamic body, in contact order, then a
+    /// block for each joint row with a dynamic body.
+    fn blocks(&self) -> Blocks {
         let h = self.settings.dt;
         let gravity = Vector3::from(self.settings.gravity);
         let mut dynamic_index = Vec::with_capacity(self.bodies.len());
-        // The springs' impulses over the step, `h M⁻¹ f`, per body.
-        let mut pushed = vec![[0.0; 6]; self.bodies.len()];
+        // The springs' impulses over the step, `h M⁻¹ f`, per body (none without springs).
+        let mut pushed = Vec::new();
         for f in self.springs.iter().flat_map(|s| s.forces(&self.bodies)) {
+            pushed.resize(self.bodies.len(), [0.0; 6]);
             let body = &self.bodies[f.body];
             if body.is_dynamic() {
                 let dv = body.velocity_change(&f.point, &(h * f.force));
@@ -372,9 +518,10 @@ impl World {
         let bodies: Vec<Body> = self
             .bodies
             .par_iter()
-            .zip(&pushed)
-            .filter(|(b, _)| b.is_dynamic())
-            .map(|(b, dv)| {
+            .enumerate()
+            .filter(|(_, b)| b.is_dynamic())
+            .map(|(i, b)| {
+                let dv = pushed.get(i).copied().unwrap_or([0.0; 6]);
                 let v = b.free_velocity(h, &gravity, self.settings.gyroscopic);
                 Body {
                     mass: b.mass,
@@ -383,54 +530,38 @@ impl World {
                 }
             })
             .collect();
-        let v_rec = self.settings.max_recovery_speed;
-        let index = &dynamic_index[..];
-        // Contact blocks in parallel, in contact order.
-        let mut jacobians = jacobians;
-        let mut rows = Vec::with_capacity(self.contacts.len());
-        self.contacts
-            .par_iter()
-            .map(|c| {
-                let (ba, bb) = (&self.bodies[c.body_a], &self.bodies[c.body_b]);
-                let ContactBlock {
-                    cone,
-                    dirs,
-                    mut bias,
-                } = contact_block(c, ba.friction.min(bb.friction), h, v_rec);
-                let d = cone.dim();
-                let rows_a = point_rows(ba, &c.point_a, &dirs[..d], -1.0);
-                let rows_b = point_rows(bb, &c.point_b, &dirs[..d], 1.0);
-                let block = jacobian_block(
-                    &self.bodies,
-                    index,
-                    (Some(c.body_a), &rows_a[..d]),
-                    (Some(c.body_b), &rows_b[..d]),
-                    &mut bias[..d],
-                );
-                (block, ContactRows { cone, bias })
+        // Collision detection leaves out pairs of two non-dynamic bodies: a contact without
+        // a dynamic body is an exception.
+        let dynamic =
+            |c: &Contact| self.bodies[c.body_a].is_dynamic() || self.bodies[c.body_b].is_dynamic();
+        let kept = (!self.contacts.par_iter().all(dynamic)).then(|| {
+            (0..self.contacts.len())
+                .filter(|&i| dynamic(&self.contacts[i]))
+                .collect::<Vec<usize>>()
+        });
+        let n = kept.as_ref().map_or(self.contacts.len(), Vec::len);
+        let contact = |k| kept_contact(&self.contacts, kept.as_deref(), k);
+        let mut cones: Vec<Cone> = (0..n)
+            .into_par_iter()
+            .map(|k| {
+                let c = contact(k);
+                contact_cone(
+                    self.bodies[c.body_a]
+                        .friction
+                        .min(self.bodies[c.body_b].friction),
+                )
             })
-            .unzip_into_vecs(&mut jacobians, &mut rows);
-        let mut contact_keys: Vec<ContactKey> = self
-            .contacts
-            .iter()
-            .map(|c| (c.body_a, c.body_b, c.feature))
             .collect();
-        // Collision detection leaves out pairs of two non-dynamic bodies: a contact block
-        // without bodies is an exception.
-        if jacobians.iter().any(|j| j.bodies.is_empty()) {
-            let keep: Vec<bool> = jacobians.iter().map(|j| !j.bodies.is_empty()).collect();
-            let mut flags = keep.iter();
-            rows.retain(|_| *flags.next().expect("one flag per block"));
-            let mut flags = keep.iter();
-            contact_keys.retain(|_| *flags.next().expect("one flag per block"));
-            jacobians.retain(|j| !j.bodies.is_empty());
-        }
-        let mut cones: Vec<Cone> = rows.iter().map(|r| r.cone).collect();
-        let mut b = Vec::with_capacity(3 * rows.len());
-        for r in &rows {
-            b.extend_from_slice(&r.bias[..r.cone.dim()]);
-        }
-        let n_contact_rows = b.len();
+        let contact_keys: Vec<ContactKey> = (0..n)
+            .into_par_iter()
+            .map(|k| {
+                let c = contact(k);
+                (c.body_a, c.body_b, c.feature)
+            })
+            .collect();
+        let n_contact_rows: usize = cones.iter().map(Cone::dim).sum();
+        let v_rec = self.settings.max_recovery_speed;
+        let mut joints = Vec::new();
         let mut joint_rows = Vec::new();
         for (j, joint) in self.joints.iter().enumerate() {
             for (r, row) in joint.rows(&self.bodies, self.time).into_iter().enumerate() {
@@ -440,58 +571,122 @@ impl World {
                     violation,
                     rate,
                 } = row;
-                // Rheonomic rows: J v + ∂C/∂t + C/h = 0.
-                let mut bias = [(violation / h).clamp(-v_rec, v_rec) + rate];
-                let block = jacobian_block(
-                    &self.bodies,
-                    index,
-                    (joint.body_a, &[a]),
-                    (Some(joint.body_b), &[row_b]),
-                    &mut bias,
-                );
-                if !block.bodies.is_empty() {
-                    cones.push(Cone::Bilateral { dim: 1 });
-                    jacobians.push(block);
-                    b.extend_from_slice(&bias);
-                    joint_rows.push((j, r));
+                if block_bodies(&dynamic_index, joint.body_a, Some(joint.body_b)).is_empty() {
+                    continue;
                 }
+                cones.push(Cone::Bilateral { dim: 1 });
+                joints.push(JointBlock {
+                    a: joint.body_a,
+                    b: joint.body_b,
+                    rows: [a, row_b],
+                    // Rheonomic rows: J v + ∂C/∂t + C/h = 0.
+                    bias: (violation / h).clamp(-v_rec, v_rec) + rate,
+                });
+                joint_rows.push((j, r));
             }
         }
         let mut compliance = Vec::new();
         if self.settings.contact_compliance > 0.0 {
-            compliance = vec![0.0; b.len()];
+            compliance = vec![0.0; n_contact_rows + joints.len()];
             compliance[..n_contact_rows].fill(self.settings.contact_compliance);
         }
-        StepProblem {
-            problem: Problem {
-                name: format!("step {}", self.steps),
-                class: Default::default(),
-                cones,
-                operator: Operator::Factored(Factored {
-                    bodies,
-                    jacobians,
-                    b,
-                }),
-                compliance,
+        Blocks {
+            bodies,
+            cones,
+            kept,
+            joints,
+            compliance,
+            map: BlockMap {
+                dynamic_index,
+                contact_keys,
+                joint_rows,
+                node_keys: Vec::new(),
             },
-            dynamic_index,
-            contact_keys,
-            joint_rows,
-            node_keys: Vec::new(),
         }
     }
 
-    /// The warm start of a step problem from the impulses of the previous step.
-    fn warm_start(&self, sp: &StepProblem) -> Vec<f64> {
-        let mut gamma = Vec::with_capacity(sp.problem.rows());
-        for (g, cone) in self.warm_impulses(&sp.contact_keys).zip(&sp.problem.cones) {
+    /// Writes the rows of `blocks` into a factored operator in the memory of `storage`, in
+    /// one parallel pass: each contact block's rows straight from its contact.
+    fn write(&self, blocks: &Blocks, storage: &mut Storage) -> Written {
+        let h = self.settings.dt;
+        let v_rec = self.settings.max_recovery_speed;
+        let index = &blocks.map.dynamic_index[..];
+        let n_contacts = blocks.map.contact_keys.len();
+        let contact = |k| kept_contact(&self.contacts, blocks.kept.as_deref(), k);
+        let dims: Vec<usize> = blocks.cones.iter().map(Cone::dim).collect();
+        let finite = AtomicBool::new(true);
+        let (op, b) = FactoredOperator::build_in(
+            blocks.bodies.iter().map(Body::inv_mass).collect(),
+            &dims,
+            |k| match k.checked_sub(n_contacts) {
+                None => {
+                    let c = contact(k);
+                    block_bodies(index, Some(c.body_a), Some(c.body_b))
+                }
+                Some(j) => block_bodies(index, blocks.joints[j].a, Some(blocks.joints[j].b)),
+            },
+            |k, out, bias| {
+                match k.checked_sub(n_contacts) {
+                    None => {
+                        let c = contact(k);
+                        let (ba, bb) = (&self.bodies[c.body_a], &self.bodies[c.body_b]);
+                        let mu = ba.friction.min(bb.friction);
+                        let block = contact_block(c, mu, h, v_rec);
+                        let (dirs, d) = (block.dirs, bias.len());
+                        bias.copy_from_slice(&block.bias[..d]);
+                        let rows_a = point_rows(ba, &c.point_a, &dirs[..d], -1.0);
+                        let rows_b = point_rows(bb, &c.point_b, &dirs[..d], 1.0);
+                        write_block(
+                            &self.bodies,
+                            index,
+                            (Some(c.body_a), &rows_a[..d]),
+                            (Some(c.body_b), &rows_b[..d]),
+                            out,
+                            bias,
+                        );
+                    }
+                    Some(j) => {
+                        let joint = &blocks.joints[j];
+                        bias[0] = joint.bias;
+                        write_block(
+                            &self.bodies,
+                            index,
+                            (joint.a, &joint.rows[..1]),
+                            (Some(joint.b), &joint.rows[1..]),
+                            out,
+                            bias,
+                        );
+                    }
+                }
+                let all_finite = bias
+                    .iter()
+                    .chain(out.iter().flatten())
+                    .all(|v| v.is_finite());
+                if !all_finite {
+                    finite.store(false, Ordering::Relaxed);
+                }
+            },
+            storage,
+        );
+        Written {
+            op,
+            b,
+            finite: finite.into_inner(),
+        }
+    }
+
+    /// The warm start of a step's blocks (`cones`, mapped by `map`) from the impulses of
+    /// the previous step.
+    fn warm_start(&self, map: &BlockMap, cones: &[Cone]) -> Vec<f64> {
+        let mut gamma = Vec::with_capacity(cones.iter().map(Cone::dim).sum());
+        for (g, cone) in self.warm_impulses(&map.contact_keys).zip(cones) {
             gamma.extend_from_slice(&g[..cone.dim()]);
         }
-        for key in &sp.joint_rows {
+        for key in &map.joint_rows {
             gamma.push(self.warm_joints.get(key).copied().unwrap_or_default());
         }
-        let node_cones = &sp.problem.cones[sp.contact_keys.len() + sp.joint_rows.len()..];
-        for (key, cone) in sp.node_keys.iter().zip(node_cones) {
+        let node_cones = &cones[map.contact_keys.len() + map.joint_rows.len()..];
+        for (key, cone) in map.node_keys.iter().zip(node_cones) {
             let g = self.warm_nodes.get(key).copied().unwrap_or_default();
             gamma.extend_from_slice(&g[..cone.dim()]);
         }
@@ -513,24 +708,25 @@ impl World {
         })
     }
 
-    /// Remembers the impulses of this step for the next warm start.
-    fn remember(&mut self, sp: &StepProblem, gamma: &[f64]) {
+    /// Remembers the impulses of this step (blocks `cones`, mapped by `map`) for the next
+    /// warm start.
+    fn remember(&mut self, map: &BlockMap, cones: &[Cone], gamma: &[f64]) {
         self.warm_contacts.clear();
         self.warm_joints.clear();
         let mut at = 0;
-        for (key, cone) in sp.contact_keys.iter().zip(&sp.problem.cones) {
+        for (key, cone) in map.contact_keys.iter().zip(cones) {
             let mut g = [0.0; 3];
             g[..cone.dim()].copy_from_slice(&gamma[at..at + cone.dim()]);
             self.warm_contacts.push((*key, g));
             at += cone.dim();
         }
-        for (key, g) in sp.joint_rows.iter().zip(&gamma[at..]) {
+        for (key, g) in map.joint_rows.iter().zip(&gamma[at..]) {
             self.warm_joints.insert(*key, *g);
         }
         self.warm_nodes.clear();
-        at += sp.joint_rows.len();
-        let node_cones = &sp.problem.cones[sp.contact_keys.len() + sp.joint_rows.len()..];
-        for (key, cone) in sp.node_keys.iter().zip(node_cones) {
+        at += map.joint_rows.len();
+        let node_cones = &cones[map.contact_keys.len() + map.joint_rows.len()..];
+        for (key, cone) in map.node_keys.iter().zip(node_cones) {
             let mut g = [0.0; 3];
             g[..cone.dim()].copy_from_slice(&gamma[at..at + cone.dim()]);
             self.warm_nodes.insert(*key, g);
@@ -605,8 +801,7 @@ impl World {
             .fold(0.0f64, |m, c| m.max(-c.distance));
         let collision_s = start.elapsed().as_secs_f64();
         let assembly_start = Instant::now();
-        let sp = self.assemble_step();
-        let sys = System::new_in(&sp.problem, std::mem::take(&mut self.spare.storage))?;
+        let (sys, map) = self.assemble_system()?;
         let assembly_s = assembly_start.elapsed().as_secs_f64();
         let solve_start = Instant::now();
         let settings = Settings {
@@ -615,7 +810,7 @@ impl World {
             tol: self.settings.tol,
             max_iter: self.settings.max_iter,
             omega: self.settings.omega,
-            warm_start: self.settings.warm_start.then(|| self.warm_start(&sp)),
+            warm_start: (self.settings.warm_start).then(|| self.warm_start(&map, sys.cones())),
             certify: self.settings.certify,
             ..Settings::default()
         };
@@ -624,10 +819,9 @@ impl World {
         let v = sys
             .velocities(&report.gamma)
             .expect("a factored or global problem has velocities");
-        self.remember(&sp, &report.gamma);
-        self.spare.storage = sys.into_storage();
+        self.remember(&map, sys.cones(), &report.gamma);
         let mut rigid_dofs = 0;
-        for (body, index) in self.bodies.iter_mut().zip(&sp.dynamic_index) {
+        for (body, index) in self.bodies.iter_mut().zip(&map.dynamic_index) {
             if let Some(i) = index {
                 body.set_generalized_velocity(&v[6 * i..6 * i + 6]);
                 body.integrate(h);
@@ -646,15 +840,14 @@ impl World {
                 self.settings.joint_projection_tol,
             )?;
         }
-        if let Operator::Factored(f) = sp.problem.operator {
-            self.spare.jacobians = f.jacobians;
-        }
+        let bilateral_rows = map.joint_rows.len();
+        self.spare = sys.into_storage();
         let stats = StepStats {
             step: self.steps,
             time: self.time,
             bodies: self.bodies.len(),
             contacts,
-            bilateral_rows: sp.joint_rows.len(),
+            bilateral_rows,
             iterations: report.iterations,
             residual: report.residual.velocity,
             max_penetration,
@@ -676,6 +869,42 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The step's system, built straight from the contacts in the memory of the last
+    /// steps' (larger) system, against the system of the validated [`Problem`] of
+    /// [`World::problem`]: the same `r`, diagonal blocks, products and velocities, to the bit.
+    #[test]
+    fn system_from_contacts_in_reused_memory_equals_the_problems() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/wrecking_ball.toml");
+        let mut scene = crate::sim::scene::load(std::path::Path::new(path), &[]).unwrap();
+        let world = &mut scene.world;
+        let mut solver = Runner::new(crate::registry::solver("pgs").unwrap());
+        world.spare = Storage::default();
+        for _ in 0..30 {
+            world.step(&mut solver).unwrap();
+        }
+        // Leave fewer contacts than the memory was last sized for.
+        let kept = world.bodies.len() - 3;
+        world.bodies.truncate(kept);
+        world
+            .joints
+            .retain(|j| j.body_b < kept && j.body_a.is_none_or(|a| a < kept));
+        let mut copy = world.clone();
+        let expected = System::new(&copy.problem().problem).unwrap();
+        world.prescribe();
+        world.detect();
+        let (sys, map) = world.assemble_system().unwrap();
+        assert!(map.contact_keys.len() > 5 && !map.joint_rows.is_empty());
+        assert_eq!(sys.r(), expected.r());
+        assert_eq!(sys.cones(), expected.cones());
+        assert_eq!(sys.compliance(), expected.compliance());
+        let gamma: Vec<f64> = (0..sys.rows()).map(|i| 1.0 + (i % 7) as f64).collect();
+        assert_eq!(sys.velocity(&gamma), expected.velocity(&gamma));
+        assert_eq!(sys.velocities(&gamma), expected.velocities(&gamma));
+        for k in 0..sys.blocks() {
+            assert_eq!(sys.diagonal_block(k), expected.diagonal_block(k));
+        }
+    }
 
     #[test]
     fn warm_start_matches_sorted_keys_and_leaves_new_contacts_at_zero() {

@@ -99,20 +99,6 @@ impl Grid {
             cell: [0, 1, 2].map(|i| (p[i] / side).floor() as i64),
         }
     }
-
-    /// The 27 cells of `level` around the one holding `p` (itself included).
-    fn around(&self, level: u32, p: &Vector3<f64>) -> impl Iterator<Item = Key> + use<> {
-        let c = self.key_of(level, p).cell;
-        let near = |x: i64| (-1..=1).map(move |d| x.saturating_add(d));
-        near(c[0]).flat_map(move |x| {
-            near(c[1]).flat_map(move |y| {
-                near(c[2]).map(move |z| Key {
-                    level,
-                    cell: [x, y, z],
-                })
-            })
-        })
-    }
 }
 
 /// Hash of a cell into a table of `mask + 1` buckets (a power of two).
@@ -132,58 +118,193 @@ struct Entry {
     body: usize,
 }
 
-/// The entries counting-sorted by bucket: bucket `b` is `sorted[starts[b]..starts[b + 1]]`.
+/// Where the occupied cells of every level fill boxes of at most this many cells per entry,
+/// the cells are numbered densely (no hashing).
+const DENSE_CELLS_PER_ENTRY: usize = 4;
+
+/// The cells of one level numbered densely: those of the box `min..min + dims` (cells),
+/// `x` fastest, from `first` on.
+#[derive(Debug, Clone, Copy)]
+struct LevelBox {
+    level: u32,
+    min: [i64; 3],
+    dims: [i64; 3],
+    first: usize,
+}
+
+impl LevelBox {
+    /// The number of cell `c` (inside the box).
+    fn slot(&self, c: [i64; 3]) -> usize {
+        let [x, y, z] = [0, 1, 2].map(|i| (c[i] - self.min[i]) as usize);
+        let [nx, ny, _] = self.dims.map(|d| d as usize);
+        self.first + (z * ny + y) * nx + x
+    }
+}
+
+/// How cells are found in the sorted entries.
+enum Layout {
+    /// Each used level's box of cells numbered densely: the cells `x − 1..=x + 1` of a row
+    /// are one run of entries.
+    Dense(Vec<LevelBox>),
+    /// Cells hashed into `mask + 1` buckets (bodies spread too far for dense boxes): each
+    /// cell's bucket is filtered by key.
+    Hashed { mask: usize },
+}
+
+/// The entries counting-sorted by slot (dense cell number or hash bucket): slot `b` is
+/// `sorted[starts[b]..starts[b + 1]]`.
 struct Table {
     sorted: Vec<Entry>,
     starts: Vec<usize>,
-    mask: usize,
+    layout: Layout,
 }
 
 impl Table {
-    fn new(entries: &[Entry]) -> Table {
-        let mask = (2 * entries.len()).next_power_of_two() - 1;
-        let buckets: Vec<usize> = entries.par_iter().map(|e| bucket(&e.key, mask)).collect();
-        let mut starts = vec![0; mask + 2];
-        for &b in &buckets {
+    /// The table of `entries`, whose levels are all in `used` (sorted, distinct): dense
+    /// where the cells fit, else hashed.
+    fn new(entries: &[Entry], used: &[u32]) -> Table {
+        let layout = dense_boxes(entries, used).map_or_else(|| hashed(entries), Layout::Dense);
+        Table::with_layout(entries, layout)
+    }
+
+    /// The table of `entries` in `layout`.
+    fn with_layout(entries: &[Entry], layout: Layout) -> Table {
+        let slots = match &layout {
+            Layout::Dense(boxes) => boxes.last().map_or(0, |b| {
+                b.first + b.dims.iter().map(|&d| d as usize).product::<usize>()
+            }),
+            Layout::Hashed { mask } => mask + 1,
+        };
+        let slot_of: Vec<usize> = entries
+            .par_iter()
+            .map(|e| match &layout {
+                Layout::Dense(boxes) => level_box(boxes, e.key.level).slot(e.key.cell),
+                Layout::Hashed { mask } => bucket(&e.key, *mask),
+            })
+            .collect();
+        let mut starts = vec![0; slots + 1];
+        for &b in &slot_of {
             starts[b + 1] += 1;
         }
-        for b in 0..=mask {
+        for b in 0..slots {
             starts[b + 1] += starts[b];
         }
         let mut next = starts.clone();
         let mut sorted = entries.to_vec();
-        for (e, &b) in entries.iter().zip(&buckets) {
+        for (e, &b) in entries.iter().zip(&slot_of) {
             sorted[next[b]] = *e;
             next[b] += 1;
         }
         Table {
             sorted,
             starts,
-            mask,
+            layout,
         }
     }
 
-    /// The entries of bucket `b` (possibly of several cells).
-    fn bucket(&self, b: usize) -> &[Entry] {
-        &self.sorted[self.starts[b]..self.starts[b + 1]]
+    /// Calls `f` with each body in the cells `(x − 1..=x + 1, y, z)` of `level`, `c` being
+    /// `(x, y, z)`.
+    fn row(&self, level: u32, c: [i64; 3], mut f: impl FnMut(usize)) {
+        let xs = c[0].saturating_sub(1)..=c[0].saturating_add(1);
+        match &self.layout {
+            Layout::Dense(boxes) => {
+                let Some(b) = boxes.iter().find(|b| b.level == level) else {
+                    return;
+                };
+                let inside = |i: usize| (b.min[i]..b.min[i] + b.dims[i]).contains(&c[i]);
+                if !(inside(1) && inside(2)) {
+                    return;
+                }
+                let lo = (*xs.start()).max(b.min[0]);
+                let hi = (*xs.end()).min(b.min[0] + b.dims[0] - 1);
+                if lo > hi {
+                    return;
+                }
+                let (first, last) = (b.slot([lo, c[1], c[2]]), b.slot([hi, c[1], c[2]]));
+                let run = &self.sorted[self.starts[first]..self.starts[last + 1]];
+                run.iter().for_each(|e| f(e.body));
+            }
+            Layout::Hashed { mask } => {
+                for x in xs {
+                    let key = Key {
+                        level,
+                        cell: [x, c[1], c[2]],
+                    };
+                    let b = bucket(&key, *mask);
+                    self.sorted[self.starts[b]..self.starts[b + 1]]
+                        .iter()
+                        .filter(|e| e.key == key)
+                        .for_each(|e| f(e.body));
+                }
+            }
+        }
     }
 
-    /// The bodies in cell `key`.
-    fn bodies_in(&self, key: Key) -> impl Iterator<Item = usize> + '_ {
-        let entries = self.bucket(bucket(&key, self.mask));
-        entries.iter().filter(move |e| e.key == key).map(|e| e.body)
+    /// Calls `f` with each body in the 27 cells of `level` around cell `c` (itself included).
+    fn around(&self, level: u32, c: [i64; 3], mut f: impl FnMut(usize)) {
+        for dz in -1..=1 {
+            for dy in -1..=1 {
+                let cell = [c[0], c[1].saturating_add(dy), c[2].saturating_add(dz)];
+                self.row(level, cell, &mut f);
+            }
+        }
     }
 }
 
-/// Candidate pairs for the narrow phase, sorted: `(plane, other)` for planes, `(i, j)` with
-/// `i < j` otherwise; pairs of two static bodies and plane–plane pairs are left out, and so
-/// are bodies with a non-finite pose.
+/// The hashed layout for `entries`: twice as many buckets, rounded up to a power of two.
+fn hashed(entries: &[Entry]) -> Layout {
+    Layout::Hashed {
+        mask: (2 * entries.len()).next_power_of_two() - 1,
+    }
+}
+
+/// The box of `level` among `boxes`.
+fn level_box(boxes: &[LevelBox], level: u32) -> &LevelBox {
+    let at = boxes.partition_point(|b| b.level < level);
+    &boxes[at]
+}
+
+/// The dense boxes of the levels `used` by `entries`, `None` when they would hold more
+/// than [`DENSE_CELLS_PER_ENTRY`] cells per entry.
+fn dense_boxes(entries: &[Entry], used: &[u32]) -> Option<Vec<LevelBox>> {
+    let mut bounds = vec![([i64::MAX; 3], [i64::MIN; 3]); used.len()];
+    for e in entries {
+        let (lo, hi) = &mut bounds[used.partition_point(|&l| l < e.key.level)];
+        for i in 0..3 {
+            lo[i] = lo[i].min(e.key.cell[i]);
+            hi[i] = hi[i].max(e.key.cell[i]);
+        }
+    }
+    let room = DENSE_CELLS_PER_ENTRY.saturating_mul(entries.len()).max(64) as u128;
+    let mut first = 0u128;
+    let mut boxes = Vec::with_capacity(used.len());
+    for (&level, (lo, hi)) in used.iter().zip(&bounds) {
+        let dims = [0, 1, 2].map(|i| (i128::from(hi[i]) - i128::from(lo[i]) + 1) as u128);
+        let cells = dims.iter().try_fold(1u128, |n, &d| n.checked_mul(d))?;
+        boxes.push(LevelBox {
+            level,
+            min: *lo,
+            dims: dims.map(|d| d as i64),
+            first: first as usize,
+        });
+        first += cells;
+        if first > room {
+            return None;
+        }
+    }
+    Some(boxes)
+}
+
+/// Candidate pairs for the narrow phase, sorted, into `out` (cleared first): `(plane,
+/// other)` for planes, `(i, j)` with `i < j` otherwise; pairs of two static bodies and
+/// plane–plane pairs are left out, and so are bodies with a non-finite pose.
 pub(crate) fn candidate_pairs(
     shapes: &[Shape],
     poses: &[Pose],
     is_static: &[bool],
     envelope: f64,
-) -> Vec<(usize, usize)> {
+    out: &mut Vec<(usize, usize)>,
+) {
     let aabbs: Vec<Option<Aabb>> = shapes
         .par_iter()
         .zip(poses.par_iter())
@@ -218,10 +339,10 @@ pub(crate) fn candidate_pairs(
             Some(Entry { key, body })
         })
         .collect();
-    let table = Table::new(&entries);
     let mut used: Vec<u32> = levels.iter().flatten().copied().collect();
     used.sort_unstable();
     used.dedup();
+    let table = Table::new(&entries, &used);
     // Each thread appends to its own vectors; they come back in body order.
     let parts: Vec<(Pairs, Pairs)> = (0..aabbs.len())
         .into_par_iter()
@@ -248,18 +369,22 @@ pub(crate) fn candidate_pairs(
     across.dedup();
     let planes: Vec<(usize, usize)> =
         plane_pairs(shapes, poses, &aabbs, is_static, envelope).collect();
-    merge(&merge(&same, &across), &planes)
+    if across.is_empty() {
+        merge(&same, &planes, out);
+    } else {
+        let mut both = Vec::new();
+        merge(&same, &across, &mut both);
+        merge(&both, &planes, out);
+    }
 }
 
 /// A list of body pairs.
 type Pairs = Vec<(usize, usize)>;
 
-/// The union of two sorted lists, sorted.
-fn merge(a: &[(usize, usize)], b: &[(usize, usize)]) -> Vec<(usize, usize)> {
-    if b.is_empty() {
-        return a.to_vec();
-    }
-    let mut out = Vec::with_capacity(a.len() + b.len());
+/// The union of two sorted lists, sorted, into `out` (cleared first).
+fn merge(a: &[(usize, usize)], b: &[(usize, usize)], out: &mut Vec<(usize, usize)>) {
+    out.clear();
+    out.reserve(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         if a[i] <= b[j] {
@@ -272,7 +397,6 @@ fn merge(a: &[(usize, usize)], b: &[(usize, usize)]) -> Vec<(usize, usize)> {
     }
     out.extend_from_slice(&a[i..]);
     out.extend_from_slice(&b[j..]);
-    out
 }
 
 /// Side of the level-0 cells: the median AABB size.
@@ -327,13 +451,12 @@ impl Scene<'_> {
         table: &Table,
         out: &mut Vec<(usize, usize)>,
     ) {
-        for key in self.grid.around(k, &b.center()) {
-            for j in table.bodies_in(key) {
-                if j > i && self.is_candidate(i, j) {
-                    out.push((i, j));
-                }
+        let c = self.grid.key_of(k, &b.center()).cell;
+        table.around(k, c, |j| {
+            if j > i && self.is_candidate(i, j) {
+                out.push((i, j));
             }
-        }
+        });
     }
 
     /// Appends the pairs `(min, max)` of body `i` (AABB `b`) with the bodies of the coarser
@@ -347,13 +470,12 @@ impl Scene<'_> {
         out: &mut Vec<(usize, usize)>,
     ) {
         for &m in levels {
-            for key in self.grid.around(m, &b.center()) {
-                for j in table.bodies_in(key) {
-                    if self.is_candidate(i, j) {
-                        out.push((i.min(j), i.max(j)));
-                    }
+            let c = self.grid.key_of(m, &b.center()).cell;
+            table.around(m, c, |j| {
+                if self.is_candidate(i, j) {
+                    out.push((i.min(j), i.max(j)));
                 }
-            }
+            });
         }
     }
 }
@@ -415,10 +537,45 @@ mod tests {
         poses.push(Pose::at(Vector3::new(25.0, 0.0, 6.0)));
         let mut is_static = vec![false; shapes.len()];
         is_static[0] = true;
-        let pairs = candidate_pairs(&shapes, &poses, &is_static, 0.01);
+        let mut pairs = Vec::new();
+        candidate_pairs(&shapes, &poses, &is_static, 0.01, &mut pairs);
         let mut expected: Vec<(usize, usize)> = (1..=50).map(|j| (0, j)).collect();
         expected.push((0, 52));
         assert_eq!(pairs, expected);
+    }
+
+    #[test]
+    fn dense_and_hashed_cells_hold_the_same_bodies() {
+        // Bodies on three levels in a block of cells, several per cell, some cells empty.
+        let entries: Vec<Entry> = (0..600)
+            .map(|body| {
+                let level = [0, 0, 0, 1, 3][body % 5];
+                let cell = [body % 7, body / 7 % 5, body / 35 % 4].map(|c| c as i64 - 2);
+                Entry {
+                    key: Key { level, cell },
+                    body,
+                }
+            })
+            .collect();
+        let used = [0, 1, 3];
+        let dense = Table::new(&entries, &used);
+        assert!(matches!(dense.layout, Layout::Dense(_)));
+        let hashed = Table::with_layout(&entries, hashed(&entries));
+        let mut cells = 0;
+        for level in [0, 1, 2, 3] {
+            for c in (0..9 * 8 * 7).map(|i| [i % 9, i / 9 % 8, i / 72].map(|c| c as i64 - 4)) {
+                let bodies = |table: &Table| {
+                    let mut found = Vec::new();
+                    table.around(level, c, |j| found.push(j));
+                    found.sort_unstable();
+                    found
+                };
+                let found = bodies(&dense);
+                assert_eq!(found, bodies(&hashed), "level {level}, cell {c:?}");
+                cells += usize::from(!found.is_empty());
+            }
+        }
+        assert!(cells > 500, "{cells}");
     }
 
     #[test]
@@ -435,8 +592,8 @@ mod tests {
             // A body of the same size touching `b` at a corner, on either side.
             for shift in [-size, size] {
                 let other = Vector3::repeat(shift) + b.center();
-                let key = grid.key_of(level, &other);
-                assert!(grid.around(level, &b.center()).any(|k| k == key));
+                let (key, center) = (grid.key_of(level, &other), grid.key_of(level, &b.center()));
+                assert!((0..3).all(|i| (key.cell[i] - center.cell[i]).abs() <= 1));
             }
         }
     }

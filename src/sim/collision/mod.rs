@@ -38,7 +38,7 @@ pub struct Contact {
     pub feature: u32,
 }
 
-/// Counters of one [`detect`] call.
+/// Counters of one [`Detector::detect`] call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CollisionStats {
     /// Pairs handed from the broad phase to the narrow phase.
@@ -47,38 +47,67 @@ pub struct CollisionStats {
     pub contacts: usize,
 }
 
-/// All contacts with `distance <= envelope` between bodies that are not both static, written
-/// to `out` (cleared first) in the order of `(body_a, body_b, feature)`, whatever the number
-/// of threads. Plane–plane pairs are never tested.
-///
-/// # Panics
-/// If `shapes`, `poses` and `is_static` differ in length.
-pub fn detect(
-    shapes: &[Shape],
-    poses: &[Pose],
-    is_static: &[bool],
-    envelope: f64,
-    out: &mut Vec<Contact>,
-) -> CollisionStats {
-    assert_eq!(shapes.len(), poses.len(), "one pose per shape");
-    assert_eq!(shapes.len(), is_static.len(), "one static flag per shape");
-    let pairs = broad::candidate_pairs(shapes, poses, is_static, envelope);
-    out.clear();
-    // The pairs are sorted, each as (body_a, body_b) of its contacts, and the narrow phase
-    // sorts a pair's contacts by feature: collected in pair order, the contacts are sorted.
-    // Each thread appends to its own vector; the vectors come back in pair order.
-    let parts: Vec<Vec<Contact>> = pairs
-        .par_iter()
-        .fold(Vec::new, |mut part, &(a, b)| {
-            narrow::collide(a, b, shapes, poses, envelope, &mut part);
-            part
-        })
-        .collect();
-    out.reserve(parts.iter().map(Vec::len).sum());
-    parts.iter().for_each(|part| out.extend_from_slice(part));
-    CollisionStats {
-        candidate_pairs: pairs.len(),
-        contacts: out.len(),
+/// Candidate pairs handed to one narrow-phase task: the tasks do not depend on the number
+/// of threads.
+const PAIRS_PER_TASK: usize = 4096;
+
+/// Collision detection whose buffers are kept from one call to the next (a time stepper's:
+/// no pages mapped per step). A clone is empty: the buffers are scratch memory, not state.
+#[derive(Debug, Default)]
+pub struct Detector {
+    pairs: Vec<(usize, usize)>,
+    /// The contacts of each narrow-phase task.
+    parts: Vec<Vec<Contact>>,
+}
+
+impl Clone for Detector {
+    fn clone(&self) -> Self {
+        Detector::default()
+    }
+}
+
+impl Detector {
+    /// All contacts with `distance <= envelope` between bodies that are not both static,
+    /// written to `out` (cleared first) in the order of `(body_a, body_b, feature)`, whatever
+    /// the number of threads, in the memory of the last call. Plane–plane pairs are never
+    /// tested.
+    ///
+    /// # Panics
+    /// If `shapes`, `poses` and `is_static` differ in length.
+    pub fn detect(
+        &mut self,
+        shapes: &[Shape],
+        poses: &[Pose],
+        is_static: &[bool],
+        envelope: f64,
+        out: &mut Vec<Contact>,
+    ) -> CollisionStats {
+        assert_eq!(shapes.len(), poses.len(), "one pose per shape");
+        assert_eq!(shapes.len(), is_static.len(), "one static flag per shape");
+        broad::candidate_pairs(shapes, poses, is_static, envelope, &mut self.pairs);
+        out.clear();
+        // The pairs are sorted, each as (body_a, body_b) of its contacts, and the narrow
+        // phase sorts a pair's contacts by feature: collected in pair order, the contacts are
+        // sorted.
+        let tasks = self.pairs.len().div_ceil(PAIRS_PER_TASK);
+        self.parts.resize_with(tasks, Vec::new);
+        self.pairs
+            .par_chunks(PAIRS_PER_TASK)
+            .zip(&mut self.parts)
+            .for_each(|(pairs, part)| {
+                part.clear();
+                for &(a, b) in pairs {
+                    narrow::collide(a, b, shapes, poses, envelope, part);
+                }
+            });
+        out.reserve(self.parts[..tasks].iter().map(Vec::len).sum());
+        self.parts[..tasks]
+            .iter()
+            .for_each(|part| out.extend_from_slice(part));
+        CollisionStats {
+            candidate_pairs: self.pairs.len(),
+            contacts: out.len(),
+        }
     }
 }
 
@@ -162,7 +191,7 @@ mod tests {
         (shapes, poses, is_static)
     }
 
-    /// Every pair through the narrow phase, in the output order of [`detect`].
+    /// Every pair through the narrow phase, in the output order of [`Detector::detect`].
     fn brute_force(shapes: &[Shape], poses: &[Pose], is_static: &[bool], env: f64) -> Vec<Contact> {
         let n = shapes.len();
         let mut all: Vec<Contact> = (0..n)
@@ -180,7 +209,7 @@ mod tests {
     fn broad_phase_finds_the_same_contacts_as_all_pairs() {
         let (shapes, poses, is_static) = random_scene(2000, 42);
         let mut out = Vec::new();
-        let stats = detect(&shapes, &poses, &is_static, 0.05, &mut out);
+        let stats = Detector::default().detect(&shapes, &poses, &is_static, 0.05, &mut out);
         let expected = brute_force(&shapes, &poses, &is_static, 0.05);
         assert!(expected.len() > 1000, "a busy scene: {}", expected.len());
         assert_eq!(out, expected);
@@ -202,7 +231,9 @@ mod tests {
                 .build()
                 .expect("thread pool");
             let mut out = Vec::new();
-            pool.install(|| detect(&shapes, &poses, &is_static, 0.05, &mut out));
+            pool.install(|| {
+                Detector::default().detect(&shapes, &poses, &is_static, 0.05, &mut out)
+            });
             out
         };
         let one = run(1);
@@ -224,7 +255,7 @@ mod tests {
         // Bodies 0, 1, 3 static: only pairs involving 2 or 4.
         let is_static = [true, true, false, true, false];
         let mut out = Vec::new();
-        let stats = detect(&shapes, &poses, &is_static, 0.01, &mut out);
+        let stats = Detector::default().detect(&shapes, &poses, &is_static, 0.01, &mut out);
         let pairs: Vec<(usize, usize)> = out.iter().map(|c| (c.body_a, c.body_b)).collect();
         assert_eq!(pairs, [(0, 2), (0, 4), (1, 2), (2, 4), (3, 2), (3, 4)]);
         assert_eq!(stats.candidate_pairs, 6);
@@ -251,12 +282,12 @@ mod tests {
             },
         ];
         let mut out = Vec::new();
-        detect(&shapes, &poses, &[true, true, false], 0.02, &mut out);
+        Detector::default().detect(&shapes, &poses, &[true, true, false], 0.02, &mut out);
         let mut upper = poses;
         upper[2].position.x += 5.0; // same box, now on the lower box
         upper[2].position.z += 0.5;
         let mut on_box = Vec::new();
-        detect(&shapes, &upper, &[true, true, false], 0.02, &mut on_box);
+        Detector::default().detect(&shapes, &upper, &[true, true, false], 0.02, &mut on_box);
         out.extend(on_box);
         out.iter()
             .map(|c| (c.body_a, c.body_b, c.feature))
