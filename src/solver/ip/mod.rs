@@ -57,11 +57,13 @@ const TIGHT_TOL: f64 = 1e-13;
 /// answer, polished, misses the settings' tolerance (singular or non-symmetric `W`): the
 /// closer the interior point's answer, the surer the polish.
 const ROUND_TOL: f64 = 1e-12;
-/// The interior point's tolerances in the first CCP round of a solve of its own, which stops
-/// earlier wherever the natural map meets the settings' tolerance: the natural map of
-/// degenerate contacts falls like `√μ`, and on a settled pile of 16 000 spheres the measures
-/// reached 1e-12 at iteration 24 with a natural map of 7.1e-8 that a tight second round (14
-/// iterations more) did not improve.
+/// The interior point's tolerances in the first CCP round of a solve of its own on a problem
+/// too large for the LU polish ([`polish::fits`]), which stops earlier wherever the natural
+/// map meets the settings' tolerance: the natural map of degenerate contacts falls like `√μ`,
+/// and on a settled pile of 16 000 spheres the measures reached 1e-12 at iteration 24 with a
+/// natural map of 7.1e-8 that a tight second round (14 iterations more) did not improve.
+/// Where the polish runs, the first round stops at [`ROUND_TOL`]: going on doubled the
+/// iterations of the small Siconos files (Rover1040 15 → 31) for the same polished answer.
 const FIRST_TOL: f64 = 1e-14;
 /// A CCP round counts as progress when it divides the natural map by at least this factor...
 const ROUND_CONTRACTION: f64 = 0.5;
@@ -385,10 +387,15 @@ impl IpSession {
         // settings' tolerance, not at the interior point's own tolerances: two or three more
         // iterations cost far less than a polish (settled balls_in_box, 1000 spheres: 19 → 22
         // iterations, natural map 3.8e-7 → 2.9e-9, where the polish took 130 s).
+        let first_tol = if polish::fits(sys.rows()) {
+            ROUND_TOL
+        } else {
+            FIRST_TOL
+        };
         let first = IpParams {
-            tol_primal: params.tol_primal.min(FIRST_TOL),
-            tol_dual: params.tol_dual.min(FIRST_TOL),
-            tol_mu: params.tol_mu.min(FIRST_TOL),
+            tol_primal: params.tol_primal.min(first_tol),
+            tol_dual: params.tol_dual.min(first_tol),
+            tol_mu: params.tol_mu.min(first_tol),
             ..*params
         };
         let r = effective_r(sys, bias);
