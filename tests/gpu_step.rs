@@ -502,6 +502,38 @@ fn gpu_runs_with_apgd_under_coulomb_are_bit_identical_and_match_the_mirror() {
 
 /// A step with more contacts than the room leaves the state as it was; the room grows and
 /// the step is taken again: the same contacts as the CPU's first step.
+/// Under the Coulomb model a resident step whose outer rounds stop improving ends early with
+/// status `stalled` (the gate's stall rule, `solver::coulomb::STALL_ROUNDS` rounds without a
+/// better iterate), not at the iteration cap: a tolerance `f32` cannot reach, a cap of 300
+/// rounds.
+#[test]
+fn resident_coulomb_rounds_stop_when_they_stall() {
+    let Some(ctx) = context() else { return };
+    for name in ["spg-gpu", "apgd-gpu"] {
+        // A layer that has landed (20 steps on the CPU), then the GPU's step.
+        let mut world =
+            common::load_scene("balls_in_box.toml", &[("lattice.0.count", "200")]).world;
+        let mut cpu = Runner::new(registry::solver("apgd").unwrap());
+        for _ in 0..20 {
+            world.step(&mut cpu).unwrap();
+        }
+        world.settings.friction_model = FrictionModel::Coulomb;
+        (world.settings.tol, world.settings.max_iter) = (1e-12, 3000);
+        let method = StepSolver::named(name).unwrap();
+        let mut gpu = Resident::on_device_with(ctx.clone(), &world, method).unwrap();
+        gpu.step().unwrap();
+        let (g, _) = gpu.flush().unwrap()[0];
+        eprintln!(
+            "{name}: {} iterations, {} rounds, status {:?}",
+            g.iterations,
+            gpu.rounds(),
+            g.status
+        );
+        assert_eq!(g.status, Status::Stalled, "{name}");
+        assert!(g.iterations < 3000, "{name}: {} iterations", g.iterations);
+    }
+}
+
 #[test]
 fn the_room_for_contacts_grows_when_a_step_overflows() {
     let Some(ctx) = context() else { return };

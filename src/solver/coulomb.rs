@@ -3,9 +3,11 @@
 //! is the CCP of the same `N` with `r + (s, 0, 0)`: each outer round solves that QP from the
 //! previous impulses, then updates `s`, until the Coulomb natural map meets the tolerance.
 //!
-//! How far each round's QP is solved: to the tolerance ([`solve`], for the interior point,
-//! whose rounds cost a few iterations whatever they are asked), or inexactly
-//! ([`solve_inexact`], for the first-order methods): to half the current Coulomb residual,
+//! How far each round's QP is solved: to the tolerance ([`solve`]: for the interior point,
+//! whose rounds cost a few iterations whatever they are asked, and for the GPU solvers'
+//! `f32` rounds, which stalled near `f32`'s reach when asked for half the residual —
+//! `spg-gpu` on NESpheres_10_1 at 1.3e-5), or inexactly ([`solve_inexact`], for the CPU's
+//! first-order methods): to half the current Coulomb residual,
 //! never below the tolerance — Siconos' adaptive internal error strategy
 //! (`fc3d_set_internalsolver_tolerance`, there with an internal error ratio of 10). Solving
 //! an early round exactly spends the iteration budget on a QP whose `s` is still wrong: on
