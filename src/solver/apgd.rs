@@ -116,7 +116,7 @@ impl Stateless for Apgd {
 
     fn solve_once(&self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
-        coulomb::solve(Self::NAME, sys, settings, |s, bias| {
+        coulomb::solve_inexact(Self::NAME, sys, settings, |s, bias| {
             Ok(self.solve_ccp(sys, s, bias))
         })
     }
