@@ -131,3 +131,35 @@ fn ip_meets_the_ccp_natural_map_on_every_gfc3d_problem() {
     let failures = run_ccp("gfc3d");
     assert!(failures.is_empty(), "{failures:?}");
 }
+
+/// The Rover files (`W` asymmetric by 4e-6 relative: the interior point's natural map meets a
+/// floor of about 5e-7) under the CCP model at 1e-8: the interior point hands over to the LU
+/// polish where its natural map stagnates instead of going on to its own 1e-12 (18 to 28
+/// iterations before; Clarabel takes 10 or 11).
+#[test]
+fn ip_hands_the_rover_files_to_the_polish_where_the_natural_map_stagnates() {
+    let settings = Settings {
+        friction: FrictionModel::Ccp,
+        tol: 1e-8,
+        ..Settings::default()
+    };
+    for f in files("fc3d") {
+        let file = f.file_name().unwrap().to_str().unwrap().to_string();
+        if !file.starts_with("Rover") {
+            continue;
+        }
+        let sys = System::new(&io::read(&f, None).unwrap()).unwrap();
+        let r = Ip::default().solve(&sys, &settings).unwrap();
+        println!(
+            "{file}: {} iterations, {:.2e}",
+            r.iterations, r.residual.relative
+        );
+        assert_eq!(r.status, Status::Converged, "{file}");
+        assert!(
+            r.residual.relative <= 1e-8,
+            "{file}: {:e}",
+            r.residual.relative
+        );
+        assert!(r.iterations <= 15, "{file}: {} iterations", r.iterations);
+    }
+}

@@ -71,6 +71,34 @@ const ROUND_CONTRACTION: f64 = 0.5;
 const SKEW_STALL_ROUNDS: usize = 3;
 /// Newton steps on the standard form through the KKT factorization (module `newton`) at most.
 const NEWTON_STEPS: usize = 10;
+/// A solve that the LU polish finishes hands over to it once the natural map, at most
+/// [`STAGNATION_CEILING`], has not fallen below [`ROUND_CONTRACTION`] times its best value
+/// over this many iterations on a feasible iterate: it has met its floor (the asymmetry of
+/// `W`, whose symmetric part the interior point solves, or a degenerate contact jammed at the
+/// boundary), and the interior point's measures falling on to 1e-12 no longer move it
+/// (Rover1041: 5.4e-7 from iteration 18 to 28; NESpheres_10_1: 2.2e-8 from 15 to 20).
+const STAGNATION_WINDOW: usize = 3;
+/// The primal and dual measures below which an iterate counts as feasible for that rule.
+const STAGNATION_FEASIBILITY: f64 = 1e-8;
+/// The natural map below which that rule applies: from a floor this close the LU polish
+/// finishes in a step or two; from the Capsules' floor (1e-4, asymmetry 1e-3 relative) it
+/// needs the interior point's complementarity at 1e-12 to find the active set (a hand-over at
+/// the floor cost 1 s of polish instead of 0.01 s).
+const STAGNATION_CEILING: f64 = 1e-6;
+/// The step fraction of the Coulomb fixed point's inner solves, which go to rounding level:
+/// at Clarabel's 0.99 (and 0.995) the fixed point on Siconos' Capsules-i103-990 stalls at a
+/// Siconos error of 2.5e-10 (target 1e-11).
+const COULOMB_STEP_FRACTION: f64 = 0.999;
+
+/// Whether the last [`STAGNATION_WINDOW`] values of `history` stay above
+/// [`ROUND_CONTRACTION`] times the best before them.
+fn stagnates(history: &[f64]) -> bool {
+    let Some(split) = history.len().checked_sub(STAGNATION_WINDOW) else {
+        return false;
+    };
+    let best = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    split > 0 && best(&history[split..]) > ROUND_CONTRACTION * best(&history[..split])
+}
 
 /// The starting point rule when no warm start is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -124,8 +152,10 @@ pub struct IpParams {
     /// rule `η = 0.9 + 0.1 e^(−μν)` (§4.12) depends on the number of cones `ν` and holds `η`
     /// near 0.9 until `μ` is below about `1/ν` (settled `balls_in_box`: 4e-4 at 1000
     /// spheres, 1e-4 at 4000), which costs iterations that grow with the size (1000 spheres:
-    /// 22 → 20). 0.999 rather than Clarabel's 0.99: at 0.99 (and 0.995) the Coulomb fixed
-    /// point on Siconos' Capsules-i103-990 stalls at a Siconos error of 2.5e-10.
+    /// 22 → 20). Clarabel's 0.99: against 0.999 it saves iterations on most of the Siconos
+    /// fc3d files (Confeti-ex13 18 → 13; at 0.999 the iterates come so close to the boundary
+    /// that long steps alternate with short ones). The Coulomb fixed point's inner solves
+    /// take at least 0.999 (at 0.99 the fixed point on Capsules-i103-990 stalls at 2.5e-10).
     pub step_fraction: f64,
     /// A step shorter than this, three iterations in a row, is a stall.
     pub min_step: f64,
@@ -148,7 +178,7 @@ impl Default for IpParams {
             start: StartingPoint::default(),
             warm_start: WarmStart::default(),
             warm_margin: 1e-2,
-            step_fraction: 0.999,
+            step_fraction: 0.99,
             min_step: 1e-8,
             stall_iterations: 5,
             max_iter: 200,
@@ -241,17 +271,19 @@ struct Interior {
 }
 
 impl IpSession {
-    /// The interior point on the cone QP of `W`'s symmetric part with `r + shift`; the trace
-    /// (appended to `trace`, iterations counted from `k0`) measures the natural map of the
-    /// problem with `r + bias` (and stops the iteration where it meets the settings'
-    /// tolerance if `stop_early`), and a warm start (`settings.warm_start` as `params.warm_start`
-    /// says) takes its slacks from that problem's velocities.
+    /// The interior point on the cone QP of `W`'s symmetric part with `r + shift` (`skew`:
+    /// `W` has a skew part); the trace (appended to `trace`, iterations counted from `k0`)
+    /// measures the natural map of the problem with `r + bias` (and stops the iteration where
+    /// it meets the settings' tolerance if `stop_early`), and a warm start
+    /// (`settings.warm_start` as `params.warm_start` says) takes its slacks from that
+    /// problem's velocities.
     #[allow(clippy::too_many_arguments)]
     fn interior(
         &mut self,
         sys: &System,
         settings: &Settings,
         shift: Bias,
+        skew: bool,
         bias: Bias,
         params: &IpParams,
         start: Instant,
@@ -286,13 +318,19 @@ impl IpSession {
         let it = mehrotra::starting_point(&std, &mut kkt, params, warm.as_ref())?;
         let eta = block_steps(sys, settings.block_step);
         let max_iter = params.max_iter.min(settings.max_iter);
+        // The LU polish follows this solve: the iteration may hand over to it where the
+        // natural map stagnates near the tolerance ([`STAGNATION_CEILING`]).
+        let polished = stop_early && params.polish && polish::fits(sys.rows());
+        let mut history = Vec::new();
         let outcome = mehrotra::iterate(&std, &mut kkt, params, max_iter, it, |k, it, meas| {
             let gamma = std.gamma(&it.z, sys.rows());
             let u = progress::biased_velocity(sys, bias, &gamma);
             let res = merit::residual(sys, &gamma, &u, settings.friction, &eta);
+            let value = settings.criterion.of(&res);
+            history.push(value);
             trace.push(TraceEntry {
                 iteration: k0 + k,
-                residual: settings.criterion.of(&res),
+                residual: value,
                 natural_map_inf: res.inf,
                 time_s: start.elapsed().as_secs_f64(),
                 products: k0 + k,
@@ -300,10 +338,14 @@ impl IpSession {
             // A feasible iterate that meets the settings' tolerance needs no more iterations
             // (nor a polish), unless the caller finishes the answer itself. Feasible: the
             // relative natural map of diverging impulses (an infeasible problem) is small too.
-            stop_early
-                && settings.met(&res)
-                && meas.primal <= params.tol_primal
-                && meas.dual <= params.tol_dual
+            // One whose natural map stagnates near the tolerance goes to the LU polish.
+            let feasible = meas.primal <= params.tol_primal && meas.dual <= params.tol_dual;
+            let stagnant = polished
+                && value <= STAGNATION_CEILING
+                && meas.primal <= STAGNATION_FEASIBILITY
+                && meas.dual <= STAGNATION_FEASIBILITY
+                && stagnates(&history);
+            stop_early && (settings.met(&res) && feasible || stagnant)
         })?;
         let rows = sys.rows();
         let value = |z: &[f64]| {
@@ -315,7 +357,11 @@ impl IpSession {
         };
         let mut z = outcome.iterate.z.clone();
         let mut polish_s = 0.0;
+        // The Newton stage solves the QP of `W`'s symmetric part: with a skew part its answer
+        // cannot meet the natural map of `W` below the asymmetry (Rover files: 5e-7), and its
+        // steps were a third of the solve's time; the LU polish on `W` itself does that.
         if stop_early
+            && !skew
             && params.polish
             && outcome.status != Status::Infeasible
             && value(&z) > settings.tol
@@ -429,6 +475,7 @@ impl IpSession {
                 sys,
                 &round_settings,
                 shift.as_deref(),
+                skew.is_some(),
                 bias,
                 round_params,
                 start,
@@ -575,19 +622,23 @@ impl Session for IpSession {
 
     fn solve(&mut self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
-        // The second Coulomb round (below) solves its inner problems to rounding level.
-        let tight = IpParams {
-            tol_primal: TIGHT_TOL,
-            tol_dual: TIGHT_TOL,
-            tol_mu: TIGHT_TOL,
-            ..self.params
-        };
         let params = self.params;
         if settings.friction != FrictionModel::Coulomb || !params.polish {
             return coulomb::solve(IP_NAME, sys, settings, |s, bias| {
                 Ok(self.inner(sys, s, bias, &params, true))
             });
         }
+        let params = IpParams {
+            step_fraction: params.step_fraction.max(COULOMB_STEP_FRACTION),
+            ..params
+        };
+        // The second Coulomb round (below) solves its inner problems to rounding level.
+        let tight = IpParams {
+            tol_primal: TIGHT_TOL,
+            tol_dual: TIGHT_TOL,
+            tol_mu: TIGHT_TOL,
+            ..params
+        };
         // The outer fixed point converges linearly: run it to `COULOMB_SWITCH`, finish with
         // Newton on the Coulomb natural map; if that falls short, once more from there.
         let eta = block_steps(sys, settings.block_step);
