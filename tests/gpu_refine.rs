@@ -7,74 +7,13 @@
 
 mod common;
 use common::gpu::context;
-use common::{problems_dir, scene_problem};
-
-use std::sync::Arc;
+use common::refine::{all_reach_1e_10, reaches_1e_10, refined, siconos, solvers};
+use common::scene_problem;
 
 use signorini::app::report::tables::report_json;
-use signorini::gpu::{ApgdGpu, F32_REACH, GpuContext, JacobiGpu, SpgGpu};
-use signorini::problem::merit;
-use signorini::problem::{FrictionModel, System};
+use signorini::gpu::{F32_REACH, SpgGpu};
+use signorini::problem::FrictionModel;
 use signorini::solver::{Report, Settings, Solver, Status};
-
-/// A Siconos fc3d problem (assembled `W`, solved here under the CCP model).
-fn siconos(file: &str) -> System {
-    let path = problems_dir().join("siconos/fc3d").join(file);
-    System::new(&signorini::problem::io::read(&path, None).unwrap()).unwrap()
-}
-
-/// The three GPU solvers on `ctx`.
-fn solvers(ctx: &Arc<GpuContext>) -> Vec<Box<dyn Solver>> {
-    vec![
-        Box::new(JacobiGpu::with_context(ctx.clone())),
-        Box::new(SpgGpu::with_context(ctx.clone())),
-        Box::new(ApgdGpu::with_context(ctx.clone())),
-    ]
-}
-
-/// The relative natural-map residual of the report's impulses under CCP, in `f64` by the
-/// merit code (unit steps).
-fn relative_residual(sys: &System, r: &Report) -> f64 {
-    let u = sys.velocity(&r.gamma);
-    let eta = vec![1.0; sys.blocks()];
-    merit::residual(sys, &r.gamma, &u, FrictionModel::Ccp, &eta).relative
-}
-
-/// CCP at `tol`, with room for the rounds.
-fn refined(tol: f64, max_iter: usize) -> Settings {
-    Settings {
-        friction: FrictionModel::Ccp,
-        tol,
-        max_iter,
-        ..Settings::default()
-    }
-}
-
-/// The wall time of the report's phase `name` (the `f64` finish: `f64_finish`), if it ran.
-fn phase(r: &Report, name: &str) -> Option<f64> {
-    r.phases.iter().find(|p| p.name == name).map(|p| p.time_s)
-}
-
-/// Solves `sys` with `solver` at 1e-10 and checks the `f64` residual, the status and that
-/// refinement ran (correction rounds on the GPU, or the `f64` finish after the `f32` solve);
-/// returns the report.
-fn reaches_1e_10(what: &str, sys: &System, solver: &dyn Solver, max_iter: usize) -> Report {
-    let r = solver.solve(sys, &refined(1e-10, max_iter)).unwrap();
-    let rel = relative_residual(sys, &r);
-    eprintln!(
-        "{what} {}: {:?}, {} iterations, {} rounds, phases {:?}, relative {rel:e}",
-        r.solver, r.status, r.iterations, r.refinements, r.phases
-    );
-    assert_eq!(r.status, Status::Converged, "{what} {}", r.solver);
-    assert!(rel <= 1e-10, "{what} {}: relative {rel:e}", r.solver);
-    assert!(
-        r.refinements >= 1 || phase(&r, "f64_finish").is_some(),
-        "{what} {}: no refinement",
-        r.solver
-    );
-    assert_eq!(r.trace.last().unwrap().residual, r.residual.relative);
-    r
-}
 
 /// The `f64` residuals of a refined report before and after its first correction round:
 /// the last round's entry is the first of the entries at the final iteration count (the
@@ -93,8 +32,8 @@ fn first_round(r: &Report) -> (f64, f64) {
 fn refinement_reaches_1e_10() {
     let Some(ctx) = context() else { return };
     let systems = [
-        ("NESpheres_10_1", siconos("NESpheres_10_1.dat")),
-        ("Rover4144", siconos("Rover4144.dat")),
+        ("NESpheres_10_1", siconos("fc3d/NESpheres_10_1.dat")),
+        ("Rover4144", siconos("fc3d/Rover4144.dat")),
         (
             "balls_in_box",
             scene_problem("balls_in_box.toml", &[("lattice.0.count", "100")], 20),
@@ -121,7 +60,7 @@ fn refinement_reaches_1e_10() {
 #[test]
 fn refinement_reaches_1e_10_on_capsules() {
     let Some(ctx) = context() else { return };
-    let sys = siconos("Capsules-i101-404.dat");
+    let sys = siconos("fc3d/Capsules-i101-404.dat");
     for solver in solvers(&ctx) {
         let r = reaches_1e_10("Capsules-i101-404", &sys, solver.as_ref(), 45_000);
         if r.solver == "jacobi-gpu" {
@@ -139,11 +78,11 @@ fn refinement_reaches_1e_10_on_capsules() {
 /// conditioned `W`), where each correction round gains about 1 %.
 #[test]
 fn refinement_reaches_1e_10_on_boxes_stack() {
-    let Some(ctx) = context() else { return };
-    let sys = siconos("BoxesStack1-i100000-32.hdf5.dat");
-    for solver in solvers(&ctx) {
-        reaches_1e_10("BoxesStack1", &sys, solver.as_ref(), 45_000);
-    }
+    all_reach_1e_10(
+        "BoxesStack1",
+        "fc3d/BoxesStack1-i100000-32.hdf5.dat",
+        45_000,
+    );
 }
 
 /// Refinement is off at a tolerance `f32` reaches; on, the JSON of the report says how many
@@ -151,7 +90,7 @@ fn refinement_reaches_1e_10_on_boxes_stack() {
 #[test]
 fn refinement_turns_on_below_f32_reach() {
     let Some(ctx) = context() else { return };
-    let sys = siconos("Rover4144.dat");
+    let sys = siconos("fc3d/Rover4144.dat");
     let solver = SpgGpu::with_context(ctx);
     let plain = solver.solve(&sys, &refined(F32_REACH, 20_000)).unwrap();
     assert_eq!(plain.refinements, 0);

@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod gpu;
+pub mod refine;
 
 use std::path::PathBuf;
 
