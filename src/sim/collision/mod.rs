@@ -332,6 +332,24 @@ mod tests {
     }
 
     #[test]
+    fn a_detector_reused_on_other_scenes_gives_what_a_fresh_one_gives() {
+        // Larger, then smaller, then larger again: the kept buffers (grid table, tasks,
+        // late pairs, the contact list) hold the last call's values and must be overwritten.
+        let mut kept = Detector::default();
+        let mut out = Vec::new();
+        for (n, seed) in [(3000, 11), (700, 12), (1500, 13)] {
+            let (shapes, poses, is_static) = random_scene(n, seed);
+            let stats = kept.detect(&shapes, &poses, &is_static, 0.05, &mut out);
+            let mut fresh = Vec::new();
+            let expected =
+                Detector::default().detect(&shapes, &poses, &is_static, 0.05, &mut fresh);
+            assert!(!fresh.is_empty());
+            assert_eq!(out, fresh, "{n} bodies");
+            assert_eq!(stats, expected);
+        }
+    }
+
+    #[test]
     fn static_pairs_and_plane_pairs_are_skipped() {
         let ball = Shape::Sphere { radius: 0.5 };
         let shapes = [Shape::Plane, ball, ball, Shape::Plane, ball];
