@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use super::{BlockBodies, CsrMatrix, Factored, JacobianBlock};
+use super::{BlockBodies, Cone, CsrMatrix, Factored, JacobianBlock};
 
 /// `N = J M⁻¹ Jᵀ` (or an explicit `N`) on rows grouped in blocks of 1 to 3 rows.
 pub trait DelassusOperator: Send + Sync {
@@ -88,10 +88,33 @@ pub(crate) struct Storage {
     links_ptr: Vec<usize>,
     links: Vec<(usize, usize)>,
     scratch: Vec<f64>,
-    /// The bias `b` of the blocks' rows, then the system's `r = J v_free + b` made from it.
-    pub(super) b: Vec<f64>,
+    inv_mass: Vec<[f64; 6]>,
+    /// The system's `r = J v_free + b`.
+    pub(super) r: Vec<f64>,
     /// The system's compliance, one entry per row.
     pub(super) compliance: Vec<f64>,
+    /// The system's cones.
+    pub(super) cones: Vec<Cone>,
+    /// The system's free velocities.
+    pub(super) v_free: Vec<f64>,
+    /// The system's copy of the block offsets.
+    pub(super) system_offsets: Vec<usize>,
+}
+
+impl Storage {
+    /// The memory of the last system's cones, emptied.
+    pub(crate) fn take_cones(&mut self) -> Vec<Cone> {
+        let mut cones = take(&mut self.cones);
+        cones.clear();
+        cones
+    }
+
+    /// The memory of the last system's free velocities, emptied.
+    pub(crate) fn take_v_free(&mut self) -> Vec<f64> {
+        let mut v_free = take(&mut self.v_free);
+        v_free.clear();
+        v_free
+    }
 }
 
 impl Clone for Storage {
@@ -128,21 +151,27 @@ impl FactoredOperator {
     /// Builds the operator of a validated factored problem with the given block dimensions:
     /// linear in the size of the problem, the copies of the rows in parallel.
     pub fn new(f: &Factored, dims: &[usize]) -> Self {
-        Self::new_in(f, dims, &mut Storage::default()).0
+        Self::new_in(f, dims, None, &mut Storage::default()).0
     }
 
     /// [`FactoredOperator::new`] in the memory of `storage` (see [`Self::build_in`]); also
-    /// returns the problem's `b`.
-    pub(crate) fn new_in(f: &Factored, dims: &[usize], storage: &mut Storage) -> (Self, Vec<f64>) {
+    /// returns the problem's `b`, or `r = J v + b` with `velocity` `v`.
+    pub(crate) fn new_in(
+        f: &Factored,
+        dims: &[usize],
+        velocity: Option<&[f64]>,
+        storage: &mut Storage,
+    ) -> (Self, Vec<f64>) {
         let offsets = block_offsets(dims.iter().copied());
         Self::build_in(
-            f.bodies.par_iter().map(|b| b.inv_mass()).collect(),
+            f.bodies.par_iter().map(|b| b.inv_mass()),
             dims,
             |k| f.jacobians[k].bodies.clone(),
             |k, rows, b| {
                 rows.copy_from_slice(&f.jacobians[k].rows);
                 b.copy_from_slice(&f.b[offsets[k]..offsets[k + 1]]);
             },
+            velocity,
             storage,
         )
     }
@@ -152,17 +181,24 @@ impl FactoredOperator {
     /// range), and `fill(k, rows, b)` writes its `d_k · bodies` Jacobian rows (body by body,
     /// as [`super::JacobianBlock::rows`]) and its `d_k` entries of the bias `b`, which comes
     /// back beside the operator; it must write every one of them (the buffers hold the last
-    /// operator's values). The blocks are written in parallel, each block's rows of
-    /// `M⁻¹ Jᵀ` right after its rows of `J`; the buffers are taken from `storage` (that of
-    /// an earlier operator, from [`Self::into_storage`]) so that a time stepper reuses the
-    /// pages of the last step instead of having fresh ones mapped and zeroed.
+    /// operator's values). With `velocity` `v` (6 per body), `r = J v + b` comes back
+    /// instead of `b`, each block's rows times `v` added while they are in cache. The blocks
+    /// are written in parallel, each block's rows of `M⁻¹ Jᵀ` right after its rows of `J`;
+    /// the buffers are taken from `storage` (that of an earlier operator, from
+    /// [`Self::into_storage`]) so that a time stepper reuses the pages of the last step
+    /// instead of having fresh ones mapped and zeroed.
     pub(crate) fn build_in(
-        inv_mass: Vec<[f64; 6]>,
+        inv_mass: impl IndexedParallelIterator<Item = [f64; 6]>,
         dims: &[usize],
         bodies_of: impl Fn(usize) -> BlockBodies + Sync,
         fill: impl Fn(usize, &mut [[f64; 6]], &mut [f64]) + Sync,
+        velocity: Option<&[f64]>,
         storage: &mut Storage,
     ) -> (Self, Vec<f64>) {
+        let mut masses = take(&mut storage.inv_mass);
+        masses.clear();
+        masses.par_extend(inv_mass);
+        let inv_mass = masses;
         let mut offsets = take(&mut storage.offsets);
         let mut block_bodies = take(&mut storage.block_bodies);
         let mut jac_start = take(&mut storage.jac_start);
@@ -171,7 +207,7 @@ impl FactoredOperator {
         let mut links_ptr = take(&mut storage.links_ptr);
         let mut links = take(&mut storage.links);
         let mut scratch = take(&mut storage.scratch);
-        let mut b = take(&mut storage.b);
+        let mut b = take(&mut storage.r);
         offsets_into(&mut offsets, dims.iter().copied());
         block_bodies.clear();
         block_bodies.par_extend((0..dims.len()).into_par_iter().map(&bodies_of));
@@ -208,6 +244,12 @@ impl FactoredOperator {
                         for (o, row) in minv_jac[start..end][side.clone()].iter_mut().zip(&j[side])
                         {
                             *o = std::array::from_fn(|c| im[c] * row[c]);
+                        }
+                    }
+                    if let Some(v) = velocity {
+                        let rows = &mut b[offsets[k] - row_base..offsets[k + 1] - row_base];
+                        for (r, ri) in rows.iter_mut().enumerate() {
+                            *ri += row_times_velocity(&block_bodies[k], j, d, r, v);
                         }
                     }
                 }
@@ -274,6 +316,7 @@ impl FactoredOperator {
             links_ptr: self.links_ptr,
             links: self.links,
             scratch: self.scratch.into_inner().unwrap_or_else(|e| e.into_inner()),
+            inv_mass: self.inv_mass,
             ..Storage::default()
         }
     }
@@ -381,25 +424,12 @@ impl FactoredOperator {
 
     /// `(J w)` for row `r` of block `k`.
     fn block_row_times_velocity(&self, k: usize, r: usize, w: &[f64]) -> f64 {
-        self.block_bodies[k]
-            .iter()
-            .enumerate()
-            .map(|(s, &body)| dot6(&self.side_rows(&self.jac, k, s)[r], &w[6 * body..]))
-            .sum()
+        let rows = &self.jac[self.jac_start[k]..self.jac_start[k + 1]];
+        row_times_velocity(&self.block_bodies[k], rows, self.dim(k), r, w)
     }
 
-    /// `y = J w`, blocks in parallel.
+    /// `y = J w`, runs of blocks in parallel.
     pub fn velocity_to_rows(&self, w: &[f64], y: &mut [f64]) {
-        self.rows_times_velocity(w, y, |yi, v| *yi = v);
-    }
-
-    /// `set(y_i, (J w)_i)` for every row `i`, runs of blocks in parallel.
-    pub(super) fn rows_times_velocity(
-        &self,
-        w: &[f64],
-        y: &mut [f64],
-        set: impl Fn(&mut f64, f64) + Sync,
-    ) {
         block_runs(&self.offsets, y)
             .into_par_iter()
             .for_each(|(run, part)| {
@@ -407,7 +437,7 @@ impl FactoredOperator {
                 for k in run {
                     let rows = &mut part[self.offsets[k] - base..self.offsets[k + 1] - base];
                     for (r, yi) in rows.iter_mut().enumerate() {
-                        set(yi, self.block_row_times_velocity(k, r, w));
+                        *yi = self.block_row_times_velocity(k, r, w);
                     }
                 }
             });
@@ -434,6 +464,15 @@ fn block_runs<'a, T>(start: &[usize], out: &'a mut [T]) -> Vec<(Range<usize>, &'
 
 fn dot6(a: &[f64; 6], b: &[f64]) -> f64 {
     (0..6).map(|c| a[c] * b[c]).sum()
+}
+
+/// `(J w)` for row `r` of a block on `bodies` whose rows are `rows`, `d` per body.
+fn row_times_velocity(bodies: &[usize], rows: &[[f64; 6]], d: usize, r: usize, w: &[f64]) -> f64 {
+    bodies
+        .iter()
+        .enumerate()
+        .map(|(s, &body)| dot6(&rows[s * d + r], &w[6 * body..]))
+        .sum()
 }
 
 impl DelassusOperator for FactoredOperator {

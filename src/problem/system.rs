@@ -35,8 +35,9 @@ pub(crate) struct FactoredParts {
     pub cones: Vec<Cone>,
     /// The operator.
     pub op: FactoredOperator,
-    /// The bias `b`, one entry per row.
-    pub b: Vec<f64>,
+    /// `r = J v_free + b`, one entry per row ([`FactoredOperator::build_in`] with the free
+    /// velocities).
+    pub r: Vec<f64>,
     /// The free velocities, 6 per body of `op`.
     pub v_free: Vec<f64>,
     /// The compliance of each row; empty = rigid.
@@ -74,24 +75,24 @@ impl System {
         Self::build(problem, limits)
     }
 
-    /// The system of a factored problem given by its parts, its `r` and compliance in the
-    /// memory of `storage` (see [`FactoredOperator::build_in`]): what a time stepper builds
-    /// straight from its contacts, without a [`Problem`] (which validation would check; the
-    /// parts must be valid).
+    /// The system of a factored problem given by its parts, its compliance and offsets in
+    /// the memory of `storage` (see [`FactoredOperator::build_in`]): what a time stepper
+    /// builds straight from its contacts, without a [`Problem`] (which validation would
+    /// check; the parts must be valid).
     pub(crate) fn from_factored(parts: FactoredParts, storage: &mut Storage) -> Self {
         let FactoredParts {
             name,
             class,
             cones,
             op,
-            b,
+            r,
             v_free,
             compliance,
         } = parts;
-        let m = b.len();
-        // r = J v_free + b, in the memory of b.
-        let mut r = b;
-        op.rows_times_velocity(&v_free, &mut r, |ri, jv| *ri += jv);
+        let m = r.len();
+        let mut offsets = std::mem::take(&mut storage.system_offsets);
+        offsets.clear();
+        offsets.extend_from_slice(op.offsets());
         let compliance = if compliance.is_empty() {
             let mut zeros = std::mem::take(&mut storage.compliance);
             zeros.clear();
@@ -103,7 +104,7 @@ impl System {
         System {
             name,
             class,
-            offsets: op.offsets().to_vec(),
+            offsets,
             cones,
             r,
             compliance,
@@ -121,8 +122,11 @@ impl System {
             Some(_) => None,
         }
         .unwrap_or_default();
-        storage.b = self.r;
+        storage.r = self.r;
         storage.compliance = self.compliance;
+        storage.cones = self.cones;
+        storage.v_free = self.v_free.unwrap_or_default();
+        storage.system_offsets = self.offsets;
         storage
     }
 
@@ -139,14 +143,15 @@ impl System {
         let (op, r): (Box<dyn DelassusOperator>, Vec<f64>) = match &problem.operator {
             Operator::Factored(f) => {
                 let mut storage = Storage::default();
-                let (op, b) = FactoredOperator::new_in(f, &dims, &mut storage);
+                let v_free: Vec<f64> = f.bodies.iter().flat_map(|b| b.v_free).collect();
+                let (op, r) = FactoredOperator::new_in(f, &dims, Some(&v_free), &mut storage);
                 let parts = FactoredParts {
                     name: problem.name.clone(),
                     class: problem.class,
                     cones: problem.cones.clone(),
                     op,
-                    b,
-                    v_free: f.bodies.iter().flat_map(|b| b.v_free).collect(),
+                    r,
+                    v_free,
                     compliance: problem.compliance.clone(),
                 };
                 return Ok(Self::from_factored(parts, &mut storage));

@@ -139,10 +139,10 @@ pub struct World {
     node_contacts: Vec<NodeContact>,
     /// Body pairs joined by a joint: they do not collide with each other.
     jointed: HashSet<(usize, usize)>,
-    /// The memory of the last step's operator and system, reused by the next step (fresh
-    /// pages cost more to map and zero than to fill: about a third of the assembly of 10⁵
-    /// spheres). Scratch, not state: a clone starts without it.
-    spare: Storage,
+    /// The memory of the last step's assembly, operator and system, reused by the next step
+    /// (fresh pages cost more to map and zero than to fill: about a third of the assembly
+    /// of 10⁵ spheres). Scratch, not state: a clone starts without it.
+    spare: Spare,
     /// The collision detection's buffers, reused by the next step (scratch, not state).
     collider: Collider,
 }
@@ -160,6 +160,23 @@ struct Collider {
 impl Clone for Collider {
     fn clone(&self) -> Self {
         Collider::default()
+    }
+}
+
+/// The buffers of a step's assembly, kept for the next step. A clone is empty.
+#[derive(Debug, Default)]
+struct Spare {
+    /// The operator's and the system's.
+    storage: Storage,
+    dynamic_index: Vec<Option<usize>>,
+    dynamic: Vec<usize>,
+    contact_keys: Vec<ContactKey>,
+    dims: Vec<usize>,
+}
+
+impl Clone for Spare {
+    fn clone(&self) -> Self {
+        Spare::default()
     }
 }
 
@@ -194,6 +211,15 @@ fn contact_cone(mu: f64) -> Cone {
         Cone::Coulomb { mu }
     } else {
         Cone::Unilateral
+    }
+}
+
+/// The problem body of a dynamic body, its free velocity left at zero.
+fn problem_body(b: &RigidBody) -> Body {
+    Body {
+        mass: b.mass,
+        inertia: b.inertia.into(),
+        v_free: [0.0; 6],
     }
 }
 
@@ -282,8 +308,13 @@ struct BlockMap {
 
 /// The factored problem of a step before its rows are written: its bodies and blocks.
 struct Blocks {
-    bodies: Vec<Body>,
+    /// The scene index of each problem body (the dynamic bodies).
+    dynamic: Vec<usize>,
+    /// The free velocities of the problem bodies, 6 per body.
+    v_free: Vec<f64>,
     cones: Vec<Cone>,
+    /// The dimension of each block.
+    dims: Vec<usize>,
     /// The contact (index into `World::contacts`) of each contact block; `None` when every
     /// contact has a block.
     kept: Option<Vec<usize>>,
@@ -292,7 +323,7 @@ struct Blocks {
     map: BlockMap,
 }
 
-/// The factored operator of a step's blocks and their bias.
+/// The factored operator of a step's blocks and their bias `b`, or `r = J v_free + b`.
 struct Written {
     op: FactoredOperator,
     b: Vec<f64>,
@@ -324,7 +355,7 @@ impl World {
             warm_nodes: HashMap::new(),
             contacts: Vec::new(),
             node_contacts: Vec::new(),
-            spare: Storage::default(),
+            spare: Spare::default(),
             collider: Collider::default(),
         }
     }
@@ -398,47 +429,46 @@ impl World {
             let (problem, map) = self.assemble_problem();
             return Ok((System::new(&problem)?, map));
         }
-        let mut storage = std::mem::take(&mut self.spare);
-        let blocks = self.blocks();
-        let written = self.write(&blocks, &mut storage);
+        let mut spare = std::mem::take(&mut self.spare);
+        let blocks = self.blocks(&mut spare);
+        let written = self.write(&blocks, Some(&blocks.v_free), &mut spare.storage);
+        let finite = written.finite && blocks.v_free.par_iter().all(|v| v.is_finite());
+        if !finite {
+            let written = self.write(&blocks, None, &mut Storage::default());
+            self.problem_of(blocks, written).0.validate()?;
+            unreachable!("validation refuses a non-finite value");
+        }
         let Blocks {
-            bodies,
+            dynamic,
+            v_free,
             cones,
+            dims,
             compliance,
             map,
             ..
         } = blocks;
-        let v_free: Vec<f64> = bodies.iter().flat_map(|b| b.v_free).collect();
-        if !(written.finite && v_free.iter().all(|v| v.is_finite())) {
-            self.problem_of(bodies, cones, compliance, written)
-                .validate()?;
-            unreachable!("validation refuses a non-finite value");
-        }
+        spare.dynamic = dynamic;
+        spare.dims = dims;
         let parts = FactoredParts {
             name: format!("step {}", self.steps),
             class: Default::default(),
             cones,
             op: written.op,
-            b: written.b,
+            r: written.b,
             v_free,
             compliance,
         };
-        Ok((System::from_factored(parts, &mut storage), map))
+        let system = System::from_factored(parts, &mut spare.storage);
+        self.spare = spare;
+        Ok((system, map))
     }
 
     /// The problem of the step: the factored form of the rigid bodies, or, with solids, the
     /// global form of the rigid bodies and the solids together.
     fn assemble_problem(&mut self) -> (Problem, BlockMap) {
-        let blocks = self.blocks();
-        let written = self.write(&blocks, &mut Storage::default());
-        let Blocks {
-            bodies,
-            cones,
-            compliance,
-            mut map,
-            ..
-        } = blocks;
-        let mut problem = self.problem_of(bodies, cones, compliance, written);
+        let blocks = self.blocks(&mut Spare::default());
+        let written = self.write(&blocks, None, &mut Storage::default());
+        let (mut problem, mut map) = self.problem_of(blocks, written);
         if self.solids.is_empty() {
             return (problem, map);
         }
@@ -470,34 +500,38 @@ impl World {
         (problem, map)
     }
 
-    /// The factored [`Problem`] of written blocks.
-    fn problem_of(
-        &self,
-        bodies: Vec<Body>,
-        cones: Vec<Cone>,
-        compliance: Vec<f64>,
-        written: Written,
-    ) -> Problem {
-        Problem {
+    /// The factored [`Problem`] of `blocks` written with their bias `b`, and the map of
+    /// its blocks.
+    fn problem_of(&self, blocks: Blocks, written: Written) -> (Problem, BlockMap) {
+        let bodies = blocks
+            .dynamic
+            .iter()
+            .zip(blocks.v_free.chunks_exact(6))
+            .map(|(&i, v)| Body {
+                v_free: v.try_into().expect("6 free velocities per body"),
+                ..problem_body(&self.bodies[i])
+            })
+            .collect();
+        let problem = Problem {
             name: format!("step {}", self.steps),
             class: Default::default(),
-            cones,
+            cones: blocks.cones,
             operator: Operator::Factored(Factored {
                 bodies,
                 jacobians: written.op.jacobian_blocks(),
                 b: written.b,
             }),
-            compliance,
-        }
+            compliance: blocks.compliance,
+        };
+        (problem, blocks.map)
     }
 
     /// The bodies and blocks of the factored problem of the current contacts and joints:
     /// a contact block for each contact with a dynamic body, in contact order, then a
-    /// block for each joint row with a dynamic body.
-    fn blocks(&self) -> Blocks {
+    /// block for each joint row with a dynamic body; in the memory of `spare`.
+    fn blocks(&self, spare: &mut Spare) -> Blocks {
         let h = self.settings.dt;
         let gravity = Vector3::from(self.settings.gravity);
-        let mut dynamic_index = Vec::with_capacity(self.bodies.len());
         // The springs' impulses over the step, `h M⁻¹ f`, per body (none without springs).
         let mut pushed = Vec::new();
         for f in self.springs.iter().flat_map(|s| s.forces(&self.bodies)) {
@@ -508,57 +542,49 @@ impl World {
                 (0..6).for_each(|c| pushed[f.body][c] += dv[c]);
             }
         }
-        let mut count = 0;
-        for b in &self.bodies {
+        let mut dynamic_index = std::mem::take(&mut spare.dynamic_index);
+        let mut dynamic = std::mem::take(&mut spare.dynamic);
+        dynamic_index.clear();
+        dynamic.clear();
+        for (i, b) in self.bodies.iter().enumerate() {
             dynamic_index.push(b.is_dynamic().then(|| {
-                count += 1;
-                count - 1
+                dynamic.push(i);
+                dynamic.len() - 1
             }));
         }
-        let bodies: Vec<Body> = self
-            .bodies
-            .par_iter()
-            .enumerate()
-            .filter(|(_, b)| b.is_dynamic())
-            .map(|(i, b)| {
+        let mut v_free = spare.storage.take_v_free();
+        v_free.resize(6 * dynamic.len(), 0.0);
+        v_free
+            .par_chunks_mut(6)
+            .zip(&dynamic)
+            .for_each(|(out, &i)| {
                 let dv = pushed.get(i).copied().unwrap_or([0.0; 6]);
-                let v = b.free_velocity(h, &gravity, self.settings.gyroscopic);
-                Body {
-                    mass: b.mass,
-                    inertia: b.inertia.into(),
-                    v_free: std::array::from_fn(|c| v[c] + dv[c]),
-                }
-            })
-            .collect();
+                let v = self.bodies[i].free_velocity(h, &gravity, self.settings.gyroscopic);
+                (0..6).for_each(|c| out[c] = v[c] + dv[c]);
+            });
         // Collision detection leaves out pairs of two non-dynamic bodies: a contact without
         // a dynamic body is an exception.
-        let dynamic =
+        let dynamic_contact =
             |c: &Contact| self.bodies[c.body_a].is_dynamic() || self.bodies[c.body_b].is_dynamic();
-        let kept = (!self.contacts.par_iter().all(dynamic)).then(|| {
+        let kept = (!self.contacts.par_iter().all(dynamic_contact)).then(|| {
             (0..self.contacts.len())
-                .filter(|&i| dynamic(&self.contacts[i]))
+                .filter(|&i| dynamic_contact(&self.contacts[i]))
                 .collect::<Vec<usize>>()
         });
         let n = kept.as_ref().map_or(self.contacts.len(), Vec::len);
         let contact = |k| kept_contact(&self.contacts, kept.as_deref(), k);
-        let mut cones: Vec<Cone> = (0..n)
+        let mut cones = spare.storage.take_cones();
+        let mut contact_keys = std::mem::take(&mut spare.contact_keys);
+        (0..n)
             .into_par_iter()
             .map(|k| {
                 let c = contact(k);
-                contact_cone(
-                    self.bodies[c.body_a]
-                        .friction
-                        .min(self.bodies[c.body_b].friction),
-                )
+                let mu = self.bodies[c.body_a]
+                    .friction
+                    .min(self.bodies[c.body_b].friction);
+                (contact_cone(mu), (c.body_a, c.body_b, c.feature))
             })
-            .collect();
-        let contact_keys: Vec<ContactKey> = (0..n)
-            .into_par_iter()
-            .map(|k| {
-                let c = contact(k);
-                (c.body_a, c.body_b, c.feature)
-            })
-            .collect();
+            .unzip_into_vecs(&mut cones, &mut contact_keys);
         let n_contact_rows: usize = cones.iter().map(Cone::dim).sum();
         let v_rec = self.settings.max_recovery_speed;
         let mut joints = Vec::new();
@@ -590,9 +616,14 @@ impl World {
             compliance = vec![0.0; n_contact_rows + joints.len()];
             compliance[..n_contact_rows].fill(self.settings.contact_compliance);
         }
+        let mut dims = std::mem::take(&mut spare.dims);
+        dims.clear();
+        dims.par_extend(cones.par_iter().map(Cone::dim));
         Blocks {
-            bodies,
+            dynamic,
+            v_free,
             cones,
+            dims,
             kept,
             joints,
             compliance,
@@ -606,18 +637,21 @@ impl World {
     }
 
     /// Writes the rows of `blocks` into a factored operator in the memory of `storage`, in
-    /// one parallel pass: each contact block's rows straight from its contact.
-    fn write(&self, blocks: &Blocks, storage: &mut Storage) -> Written {
+    /// one parallel pass: each contact block's rows straight from its contact. With
+    /// `velocity` (the free velocities), `r = J v_free + b` comes back instead of `b`.
+    fn write(&self, blocks: &Blocks, velocity: Option<&[f64]>, storage: &mut Storage) -> Written {
         let h = self.settings.dt;
         let v_rec = self.settings.max_recovery_speed;
         let index = &blocks.map.dynamic_index[..];
         let n_contacts = blocks.map.contact_keys.len();
         let contact = |k| kept_contact(&self.contacts, blocks.kept.as_deref(), k);
-        let dims: Vec<usize> = blocks.cones.iter().map(Cone::dim).collect();
         let finite = AtomicBool::new(true);
         let (op, b) = FactoredOperator::build_in(
-            blocks.bodies.iter().map(Body::inv_mass).collect(),
-            &dims,
+            blocks
+                .dynamic
+                .par_iter()
+                .map(|&i| problem_body(&self.bodies[i]).inv_mass()),
+            &blocks.dims,
             |k| match k.checked_sub(n_contacts) {
                 None => {
                     let c = contact(k);
@@ -666,6 +700,7 @@ impl World {
                     finite.store(false, Ordering::Relaxed);
                 }
             },
+            velocity,
             storage,
         );
         Written {
@@ -841,7 +876,9 @@ impl World {
             )?;
         }
         let bilateral_rows = map.joint_rows.len();
-        self.spare = sys.into_storage();
+        self.spare.storage = sys.into_storage();
+        self.spare.dynamic_index = map.dynamic_index;
+        self.spare.contact_keys = map.contact_keys;
         let stats = StepStats {
             step: self.steps,
             time: self.time,
@@ -879,7 +916,7 @@ mod tests {
         let mut scene = crate::sim::scene::load(std::path::Path::new(path), &[]).unwrap();
         let world = &mut scene.world;
         let mut solver = Runner::new(crate::registry::solver("pgs").unwrap());
-        world.spare = Storage::default();
+        world.spare = Spare::default();
         for _ in 0..30 {
             world.step(&mut solver).unwrap();
         }

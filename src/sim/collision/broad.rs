@@ -3,19 +3,22 @@
 //!
 //! Level `k` has cubic cells of side `base·2^k`, `base` being the median AABB size; a body is
 //! put in the finest level whose cells are at least its size, in the one cell that holds
-//! the center of its AABB. The (level, cell, body) entries are counting-sorted into hashed
-//! buckets. Two bodies of sizes at most `s` that overlap have centers less than `s` apart
+//! the center of its AABB. The (level, cell, body) entries are counting-sorted by cell
+//! (cells numbered densely within each level's box, hashed buckets when the boxes would be
+//! sparse). Two bodies of sizes at most `s` that overlap have centers less than `s` apart
 //! along each axis, so each body finds its partners in the 27 cells around its center: at
 //! its own level those of larger index, at each coarser level all (the finer body of a
 //! pair looks up the coarser one). A pair is a candidate when the AABBs overlap and the
 //! bounding spheres come within the envelope. Each body does a bounded number of look-ups
-//! per level, so the work is linear in the number of bodies plus the number of pairs, and
-//! the pairs come out sorted: those of one level by body, in parallel, merged with the
-//! (few) pairs across levels. Planes (infinite) are paired with every non-plane body whose
-//! AABB reaches them.
+//! per level, so the work is linear in the number of bodies plus the number of pairs.
+//! [`Broad::pairs_of`] gives one body's pairs already sorted, so that the caller can run
+//! bodies in parallel and keep the order; only the pairs with a coarser body of smaller
+//! index sort elsewhere. Planes (infinite) are paired with every non-plane body whose AABB
+//! reaches them. The buffers are kept between calls ([`Broad`]).
 
 use nalgebra::Vector3;
 use rayon::prelude::*;
+use smallvec::SmallVec;
 
 use crate::sim::{Pose, Shape};
 
@@ -74,6 +77,7 @@ struct Key {
 
 /// The hierarchical grid geometry: cell `c` of level `k` spans `[c·s, (c+1)·s)`,
 /// `s = base·2^k`.
+#[derive(Debug, Default)]
 struct Grid {
     base: f64,
 }
@@ -142,6 +146,7 @@ impl LevelBox {
 }
 
 /// How cells are found in the sorted entries.
+#[derive(Debug)]
 enum Layout {
     /// Each used level's box of cells numbered densely: the cells `x − 1..=x + 1` of a row
     /// are one run of entries.
@@ -151,55 +156,71 @@ enum Layout {
     Hashed { mask: usize },
 }
 
+impl Default for Layout {
+    fn default() -> Self {
+        Layout::Dense(Vec::new())
+    }
+}
+
 /// The entries counting-sorted by slot (dense cell number or hash bucket): slot `b` is
-/// `sorted[starts[b]..starts[b + 1]]`.
+/// `sorted[starts[b]..starts[b + 1]]`. Its buffers are kept from one fill to the next.
+#[derive(Debug, Default)]
 struct Table {
     sorted: Vec<Entry>,
     starts: Vec<usize>,
+    /// The slot of each entry.
+    slot_of: Vec<usize>,
     layout: Layout,
 }
 
 impl Table {
-    /// The table of `entries`, whose levels are all in `used` (sorted, distinct): dense
-    /// where the cells fit, else hashed.
-    fn new(entries: &[Entry], used: &[u32]) -> Table {
+    /// Fills the table with `entries`, whose levels are all in `used` (sorted, distinct):
+    /// dense where the cells fit, else hashed.
+    fn fill(&mut self, entries: &[Entry], used: &[u32]) {
         let layout = dense_boxes(entries, used).map_or_else(|| hashed(entries), Layout::Dense);
-        Table::with_layout(entries, layout)
+        self.fill_with_layout(entries, layout);
     }
 
-    /// The table of `entries` in `layout`.
-    fn with_layout(entries: &[Entry], layout: Layout) -> Table {
+    /// Fills the table with `entries` in `layout`.
+    fn fill_with_layout(&mut self, entries: &[Entry], layout: Layout) {
         let slots = match &layout {
             Layout::Dense(boxes) => boxes.last().map_or(0, |b| {
                 b.first + b.dims.iter().map(|&d| d as usize).product::<usize>()
             }),
             Layout::Hashed { mask } => mask + 1,
         };
-        let slot_of: Vec<usize> = entries
-            .par_iter()
-            .map(|e| match &layout {
+        self.slot_of.clear();
+        self.slot_of
+            .par_extend(entries.par_iter().map(|e| match &layout {
                 Layout::Dense(boxes) => level_box(boxes, e.key.level).slot(e.key.cell),
                 Layout::Hashed { mask } => bucket(&e.key, *mask),
-            })
-            .collect();
-        let mut starts = vec![0; slots + 1];
-        for &b in &slot_of {
-            starts[b + 1] += 1;
+            }));
+        // Counts shifted by one place, so that the cursors of the placement end as the
+        // ends of the slots.
+        let starts = &mut self.starts;
+        starts.clear();
+        starts.resize(slots + 2, 0);
+        for &b in &self.slot_of {
+            starts[b + 2] += 1;
         }
         for b in 0..slots {
-            starts[b + 1] += starts[b];
+            starts[b + 2] += starts[b + 1];
         }
-        let mut next = starts.clone();
-        let mut sorted = entries.to_vec();
-        for (e, &b) in entries.iter().zip(&slot_of) {
-            sorted[next[b]] = *e;
-            next[b] += 1;
+        // Only grown: every entry is overwritten below.
+        let filler = Entry {
+            key: Key {
+                level: 0,
+                cell: [0; 3],
+            },
+            body: 0,
+        };
+        self.sorted.resize(entries.len(), filler);
+        for (e, &b) in entries.iter().zip(&self.slot_of) {
+            self.sorted[starts[b + 1]] = *e;
+            starts[b + 1] += 1;
         }
-        Table {
-            sorted,
-            starts,
-            layout,
-        }
+        starts.pop();
+        self.layout = layout;
     }
 
     /// Calls `f` with each body in the cells `(x − 1..=x + 1, y, z)` of `level`, `c` being
@@ -295,113 +316,185 @@ fn dense_boxes(entries: &[Entry], used: &[u32]) -> Option<Vec<LevelBox>> {
     Some(boxes)
 }
 
-/// Candidate pairs for the narrow phase, sorted, into `out` (cleared first): `(plane,
-/// other)` for planes, `(i, j)` with `i < j` otherwise; pairs of two static bodies and
-/// plane–plane pairs are left out, and so are bodies with a non-finite pose.
-pub(crate) fn candidate_pairs(
-    shapes: &[Shape],
-    poses: &[Pose],
-    is_static: &[bool],
+/// The bodies collision detection works on: shapes, poses and static flags, one each per
+/// body, and the envelope.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bodies<'a> {
+    /// The shapes.
+    pub shapes: &'a [Shape],
+    /// The poses.
+    pub poses: &'a [Pose],
+    /// Whether each body is static (pairs of two static bodies are left out).
+    pub is_static: &'a [bool],
+    /// Contacts are reported up to this gap.
+    pub envelope: f64,
+}
+
+/// The broad phase over one set of bodies: their bounds and the grid, in buffers kept from
+/// one [`Broad::prepare`] to the next (a time stepper maps no fresh pages per step).
+#[derive(Debug, Default)]
+pub(crate) struct Broad {
+    /// AABB of each body inflated by the envelope (`None` = plane or non-finite).
+    aabbs: Vec<Option<Aabb>>,
+    /// Center and radius of each body's bounding sphere ([`Shape::bounding_radius`]).
+    spheres: Vec<[f64; 4]>,
+    /// Grid level of each body with an AABB.
+    levels: Vec<Option<u32>>,
+    /// The levels in use, sorted.
+    used: Vec<u32>,
+    /// Scratch of the median size.
+    sizes: Vec<f64>,
+    entries: Vec<Entry>,
+    table: Table,
+    grid: Grid,
     envelope: f64,
-    out: &mut Vec<(usize, usize)>,
-) {
-    let aabbs: Vec<Option<Aabb>> = shapes
-        .par_iter()
-        .zip(poses.par_iter())
-        .map(|(s, p)| Aabb::of(s, p, envelope).filter(Aabb::is_finite))
-        .collect();
-    let spheres: Vec<[f64; 4]> = shapes
-        .par_iter()
-        .zip(poses.par_iter())
-        .map(|(s, p)| {
-            let r = s.bounding_radius().unwrap_or(f64::INFINITY);
-            [p.position.x, p.position.y, p.position.z, r]
-        })
-        .collect();
-    let grid = Grid {
-        base: base_cell(&aabbs),
-    };
-    let levels: Vec<Option<u32>> = aabbs
-        .par_iter()
-        .map(|b| b.as_ref().map(|b| grid.level_of(b)))
-        .collect();
-    let scene = Scene {
-        aabbs: &aabbs,
-        spheres: &spheres,
-        envelope,
-        is_static,
-        grid,
-    };
-    let entries: Vec<Entry> = (0..aabbs.len())
-        .into_par_iter()
-        .filter_map(|body| {
-            let key = scene.grid.key_of(levels[body]?, &aabbs[body]?.center());
-            Some(Entry { key, body })
-        })
-        .collect();
-    let mut used: Vec<u32> = levels.iter().flatten().copied().collect();
-    used.sort_unstable();
-    used.dedup();
-    let table = Table::new(&entries, &used);
-    // Each thread appends to its own vectors; they come back in body order.
-    let parts: Vec<(Pairs, Pairs)> = (0..aabbs.len())
-        .into_par_iter()
-        .fold(
-            || (Vec::new(), Vec::new()),
-            |(mut same, mut across), i| {
-                if let (Some(b), Some(k)) = (aabbs[i], levels[i]) {
-                    let first = same.len();
-                    scene.same_level_pairs(i, k, &b, &table, &mut same);
-                    same[first..].sort_unstable();
-                    let coarser = &used[used.partition_point(|&m| m <= k)..];
-                    scene.cross_level_pairs(i, coarser, &b, &table, &mut across);
-                }
-                (same, across)
-            },
-        )
-        .collect();
-    let mut same = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
-    parts.iter().for_each(|p| same.extend_from_slice(&p.0));
-    // A cell clamped at the end of the coordinate range can appear twice among the 27.
-    same.dedup();
-    let mut across: Vec<(usize, usize)> = parts.into_iter().flat_map(|p| p.1).collect();
-    across.par_sort_unstable();
-    across.dedup();
-    let planes: Vec<(usize, usize)> =
-        plane_pairs(shapes, poses, &aabbs, is_static, envelope).collect();
-    if across.is_empty() {
-        merge(&same, &planes, out);
-    } else {
-        let mut both = Vec::new();
-        merge(&same, &across, &mut both);
-        merge(&both, &planes, out);
-    }
 }
 
-/// A list of body pairs.
-type Pairs = Vec<(usize, usize)>;
-
-/// The union of two sorted lists, sorted, into `out` (cleared first).
-fn merge(a: &[(usize, usize)], b: &[(usize, usize)], out: &mut Vec<(usize, usize)>) {
-    out.clear();
-    out.reserve(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        if a[i] <= b[j] {
-            out.push(a[i]);
-            i += 1;
-        } else {
-            out.push(b[j]);
-            j += 1;
+impl Broad {
+    /// Bounds, levels and the grid table of `bodies`.
+    pub(crate) fn prepare(&mut self, bodies: &Bodies) {
+        let Bodies {
+            shapes,
+            poses,
+            envelope,
+            ..
+        } = *bodies;
+        self.envelope = envelope;
+        self.aabbs.clear();
+        self.aabbs.par_extend(
+            shapes
+                .par_iter()
+                .zip(poses)
+                .map(|(s, p)| Aabb::of(s, p, envelope).filter(Aabb::is_finite)),
+        );
+        self.spheres.clear();
+        self.spheres
+            .par_extend(shapes.par_iter().zip(poses).map(|(s, p)| {
+                let r = s.bounding_radius().unwrap_or(f64::INFINITY);
+                [p.position.x, p.position.y, p.position.z, r]
+            }));
+        self.grid = Grid {
+            base: base_cell(&self.aabbs, &mut self.sizes),
+        };
+        let grid = &self.grid;
+        self.levels.clear();
+        self.levels.par_extend(
+            self.aabbs
+                .par_iter()
+                .map(|b| b.as_ref().map(|b| grid.level_of(b))),
+        );
+        self.used.clear();
+        for &k in self.levels.iter().flatten() {
+            if let Err(at) = self.used.binary_search(&k) {
+                self.used.insert(at, k);
+            }
         }
+        let aabbs = &self.aabbs;
+        self.entries.clear();
+        self.entries
+            .extend(self.levels.iter().enumerate().filter_map(|(body, level)| {
+                let key = grid.key_of((*level)?, &aabbs[body]?.center());
+                Some(Entry { key, body })
+            }));
+        self.table.fill(&self.entries, &self.used);
     }
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
+
+    /// The candidate pairs of body `i` (after [`Broad::prepare`] of `bodies`): those that
+    /// sort at `i`'s place, `(i, j)`, appended to `own` in the order of `j`, and those with
+    /// a coarser body `j < i`, `(j, i)`, to `late`. A plane's pairs are `(plane, other)`
+    /// with every non-plane body whose AABB reaches it; a pair of bodies, `(i, j)` with
+    /// `i < j`, when not both are static, their AABBs overlap and their bounding spheres
+    /// come within the envelope. Each body finds its partners in the 27 cells around its
+    /// center: at its own level those of larger index, at each coarser level all (the finer
+    /// body of a pair looks up the coarser one), so each pair is found once.
+    pub(crate) fn pairs_of(
+        &self,
+        i: usize,
+        bodies: &Bodies,
+        own: &mut Vec<(usize, usize)>,
+        late: &mut Vec<(usize, usize)>,
+    ) {
+        if matches!(bodies.shapes[i], Shape::Plane) {
+            self.plane_pairs(i, bodies, own);
+            return;
+        }
+        let (Some(b), Some(k)) = (self.aabbs[i], self.levels[i]) else {
+            return;
+        };
+        // Body i's bounds stay in registers while its neighbours are tested.
+        let (sphere, is_static) = (self.spheres[i], bodies.is_static[i]);
+        let envelope = self.envelope;
+        let candidate = |j: usize| {
+            let Some(other) = &self.aabbs[j] else {
+                return false;
+            };
+            !(is_static && bodies.is_static[j])
+                && b.overlaps(other)
+                && spheres_meet(&sphere, &self.spheres[j], envelope)
+        };
+        let mut mine: SmallVec<[(usize, usize); 32]> = SmallVec::new();
+        let center = b.center();
+        let c = self.grid.key_of(k, &center).cell;
+        self.table.around(k, c, |j| {
+            if j > i && candidate(j) {
+                mine.push((i, j));
+            }
+        });
+        for &m in &self.used[self.used.partition_point(|&m| m <= k)..] {
+            let c = self.grid.key_of(m, &center).cell;
+            self.table.around(m, c, |j| {
+                if candidate(j) {
+                    if j > i {
+                        mine.push((i, j));
+                    } else {
+                        late.push((j, i));
+                    }
+                }
+            });
+        }
+        mine.sort_unstable();
+        // A cell clamped at the end of the coordinate range can appear twice among the 27.
+        mine.dedup();
+        own.extend_from_slice(&mine);
+    }
+
+    /// Appends `(p, j)` for plane `p` and every non-plane body `j` whose AABB (inflated by
+    /// the envelope) reaches below `envelope` above the plane, unless both are static. A
+    /// body farther away cannot have a point within the envelope of the plane; one with a
+    /// non-finite AABB is paired (the narrow phase decides).
+    fn plane_pairs(&self, p: usize, bodies: &Bodies, out: &mut Vec<(usize, usize)>) {
+        let (n, o) = (
+            bodies.poses[p].orientation * Vector3::z(),
+            bodies.poses[p].position,
+        );
+        let near = |b: &Aabb| {
+            let (center, half) = (b.center(), (b.max - b.min) / 2.0);
+            n.dot(&(center - o)) - n.abs().dot(&half) <= self.envelope
+        };
+        let static_plane = bodies.is_static[p];
+        out.extend(
+            (0..bodies.shapes.len())
+                .filter(|&j| !matches!(bodies.shapes[j], Shape::Plane))
+                .filter(|&j| !(static_plane && bodies.is_static[j]))
+                .filter(|&j| self.aabbs[j].as_ref().is_none_or(near))
+                .map(|j| (p, j)),
+        );
+    }
 }
 
-/// Side of the level-0 cells: the median AABB size.
-fn base_cell(aabbs: &[Option<Aabb>]) -> f64 {
-    let mut sizes: Vec<f64> = aabbs.iter().flatten().map(Aabb::size).collect();
+/// Whether bounding spheres `a` and `b` (center, radius) come within `envelope` of each
+/// other (a relative slack of 1e-9 covers rounding): the shapes cannot otherwise. In a
+/// packing of spheres this leaves out the diagonal neighbours, whose AABBs overlap.
+fn spheres_meet(a: &[f64; 4], b: &[f64; 4], envelope: f64) -> bool {
+    let reach = (a[3] + b[3] + envelope) * (1.0 + 1e-9);
+    let d2: f64 = (0..3).map(|c| (a[c] - b[c]) * (a[c] - b[c])).sum();
+    d2 <= reach * reach
+}
+
+/// Side of the level-0 cells: the median AABB size (`sizes` is scratch).
+fn base_cell(aabbs: &[Option<Aabb>], sizes: &mut Vec<f64>) -> f64 {
+    sizes.clear();
+    sizes.extend(aabbs.iter().flatten().map(Aabb::size));
     if sizes.is_empty() {
         return 1.0;
     }
@@ -410,111 +503,30 @@ fn base_cell(aabbs: &[Option<Aabb>]) -> f64 {
     if *median > 0.0 { *median } else { 1.0 }
 }
 
-/// The bounding boxes (`None` = plane or non-finite), bounding spheres and static flags of
-/// all bodies, and the grid.
-struct Scene<'a> {
-    aabbs: &'a [Option<Aabb>],
-    /// Center and radius of each body's bounding sphere ([`Shape::bounding_radius`]).
-    spheres: &'a [[f64; 4]],
-    envelope: f64,
-    is_static: &'a [bool],
-    grid: Grid,
-}
-
-impl Scene<'_> {
-    /// Whether bodies `i` and `j` must go to the narrow phase: not both static, AABBs
-    /// overlap, bounding spheres within the envelope.
-    fn is_candidate(&self, i: usize, j: usize) -> bool {
-        let (Some(a), Some(b)) = (&self.aabbs[i], &self.aabbs[j]) else {
-            return false;
-        };
-        !(self.is_static[i] && self.is_static[j]) && a.overlaps(b) && self.spheres_meet(i, j)
-    }
-
-    /// Whether the bounding spheres of `i` and `j` come within the envelope of each other
-    /// (a relative slack of 1e-9 covers rounding): the shapes cannot otherwise. In a
-    /// packing of spheres this leaves out the diagonal neighbours, whose AABBs overlap.
-    fn spheres_meet(&self, i: usize, j: usize) -> bool {
-        let (a, b) = (&self.spheres[i], &self.spheres[j]);
-        let reach = (a[3] + b[3] + self.envelope) * (1.0 + 1e-9);
-        let d2: f64 = (0..3).map(|c| (a[c] - b[c]) * (a[c] - b[c])).sum();
-        d2 <= reach * reach
-    }
-
-    /// Appends the pairs `(i, j)`, `j > i`, of body `i` (AABB `b`) with the bodies of its
-    /// own level `k`.
-    fn same_level_pairs(
-        &self,
-        i: usize,
-        k: u32,
-        b: &Aabb,
-        table: &Table,
-        out: &mut Vec<(usize, usize)>,
-    ) {
-        let c = self.grid.key_of(k, &b.center()).cell;
-        table.around(k, c, |j| {
-            if j > i && self.is_candidate(i, j) {
-                out.push((i, j));
-            }
-        });
-    }
-
-    /// Appends the pairs `(min, max)` of body `i` (AABB `b`) with the bodies of the coarser
-    /// `levels`.
-    fn cross_level_pairs(
-        &self,
-        i: usize,
-        levels: &[u32],
-        b: &Aabb,
-        table: &Table,
-        out: &mut Vec<(usize, usize)>,
-    ) {
-        for &m in levels {
-            let c = self.grid.key_of(m, &b.center()).cell;
-            table.around(m, c, |j| {
-                if self.is_candidate(i, j) {
-                    out.push((i.min(j), i.max(j)));
-                }
-            });
-        }
-    }
-}
-
-/// Every plane with every non-plane body whose AABB (inflated by the envelope) reaches
-/// below `envelope` above the plane, unless both are static. A body farther away cannot
-/// have a point within the envelope of the plane; one with a non-finite AABB is paired
-/// (the narrow phase decides).
-fn plane_pairs<'s>(
-    shapes: &'s [Shape],
-    poses: &'s [Pose],
-    aabbs: &'s [Option<Aabb>],
-    is_static: &'s [bool],
-    envelope: f64,
-) -> impl ParallelIterator<Item = (usize, usize)> + 's {
-    let is_plane = |i: usize| matches!(shapes[i], Shape::Plane);
-    (0..shapes.len())
-        .into_par_iter()
-        .filter(move |&p| is_plane(p))
-        .flat_map_iter(move |p| {
-            let (n, o) = (poses[p].orientation * Vector3::z(), poses[p].position);
-            let near = move |b: &Aabb| {
-                let (center, half) = (b.center(), (b.max - b.min) / 2.0);
-                n.dot(&(center - o)) - n.abs().dot(&half) <= envelope
-            };
-            (0..shapes.len())
-                .filter(move |&j| !is_plane(j))
-                .filter(move |&j| !(is_static[p] && is_static[j]))
-                .filter(move |&j| aabbs[j].as_ref().is_none_or(near))
-                .map(move |j| (p, j))
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn ball(r: f64) -> Shape {
         Shape::Sphere { radius: r }
+    }
+
+    /// All candidate pairs of `bodies`, sorted; each body's own pairs come out sorted.
+    fn candidate_pairs(bodies: &Bodies) -> Vec<(usize, usize)> {
+        let mut broad = Broad::default();
+        broad.prepare(bodies);
+        let (mut own, mut late) = (Vec::new(), Vec::new());
+        for i in 0..bodies.shapes.len() {
+            broad.pairs_of(i, bodies, &mut own, &mut late);
+        }
+        assert!(own.windows(2).all(|w| w[0] < w[1]), "{own:?}");
+        own.extend(late);
+        own.sort_unstable();
+        assert!(
+            own.windows(2).all(|w| w[0] < w[1]),
+            "each pair once: {own:?}"
+        );
+        own
     }
 
     #[test]
@@ -537,8 +549,12 @@ mod tests {
         poses.push(Pose::at(Vector3::new(25.0, 0.0, 6.0)));
         let mut is_static = vec![false; shapes.len()];
         is_static[0] = true;
-        let mut pairs = Vec::new();
-        candidate_pairs(&shapes, &poses, &is_static, 0.01, &mut pairs);
+        let pairs = candidate_pairs(&Bodies {
+            shapes: &shapes,
+            poses: &poses,
+            is_static: &is_static,
+            envelope: 0.01,
+        });
         let mut expected: Vec<(usize, usize)> = (1..=50).map(|j| (0, j)).collect();
         expected.push((0, 52));
         assert_eq!(pairs, expected);
@@ -558,9 +574,11 @@ mod tests {
             })
             .collect();
         let used = [0, 1, 3];
-        let dense = Table::new(&entries, &used);
+        let mut dense = Table::default();
+        dense.fill(&entries, &used);
         assert!(matches!(dense.layout, Layout::Dense(_)));
-        let hashed = Table::with_layout(&entries, hashed(&entries));
+        let mut hashed_table = Table::default();
+        hashed_table.fill_with_layout(&entries, hashed(&entries));
         let mut cells = 0;
         for level in [0, 1, 2, 3] {
             for c in (0..9 * 8 * 7).map(|i| [i % 9, i / 9 % 8, i / 72].map(|c| c as i64 - 4)) {
@@ -571,7 +589,7 @@ mod tests {
                     found
                 };
                 let found = bodies(&dense);
-                assert_eq!(found, bodies(&hashed), "level {level}, cell {c:?}");
+                assert_eq!(found, bodies(&hashed_table), "level {level}, cell {c:?}");
                 cells += usize::from(!found.is_empty());
             }
         }

@@ -1,9 +1,10 @@
 //! Collision detection (DESIGN §5): a broad phase on a hierarchical uniform grid (`broad`,
-//! one entry per body counting-sorted into hashed cells, rayon) proposes candidate pairs in
+//! one entry per body counting-sorted into cells) proposes each body's candidate pairs in
 //! sorted order, the narrow phase (`narrow`: sphere–sphere, sphere–plane, sphere–box,
 //! box–plane, box–box by separating axes with clipped face manifolds, and the cylinder's
-//! pairs in `narrow::cylinder`) turns each pair into contact points, appended in parallel
-//! in pair order.
+//! pairs in `narrow::cylinder`) turns each pair into contact points. Both run in one rayon
+//! task per fixed run of bodies ([`Detector`]), whose contacts, one run after the other,
+//! are in pair order.
 //!
 //! Contacts are reported up to a gap of `envelope`, so that they enter the problem a step
 //! before the bodies touch.
@@ -47,17 +48,34 @@ pub struct CollisionStats {
     pub contacts: usize,
 }
 
-/// Candidate pairs handed to one narrow-phase task: the tasks do not depend on the number
-/// of threads.
+/// Bodies of one collision task (broad and narrow phase of their pairs): the tasks do not
+/// depend on the number of threads.
+const BODIES_PER_TASK: usize = 2048;
+
+/// Candidate pairs handed to one narrow-phase task of the pairs found out of order.
 const PAIRS_PER_TASK: usize = 4096;
+
+/// The buffers of one collision task: the candidate pairs of a run of bodies and their
+/// contacts.
+#[derive(Debug, Default)]
+struct Task {
+    /// The pairs that sort within the run, sorted.
+    pairs: Vec<(usize, usize)>,
+    /// The pairs with a coarser body of smaller index ([`broad::Broad::pairs_of`]).
+    late: Vec<(usize, usize)>,
+    /// The contacts of `pairs`, sorted.
+    contacts: Vec<Contact>,
+}
 
 /// Collision detection whose buffers are kept from one call to the next (a time stepper's:
 /// no pages mapped per step). A clone is empty: the buffers are scratch memory, not state.
 #[derive(Debug, Default)]
 pub struct Detector {
-    pairs: Vec<(usize, usize)>,
-    /// The contacts of each narrow-phase task.
-    parts: Vec<Vec<Contact>>,
+    broad: broad::Broad,
+    tasks: Vec<Task>,
+    /// The tasks' late pairs, sorted, and their contacts per chunk of pairs.
+    late: Vec<(usize, usize)>,
+    late_parts: Vec<Vec<Contact>>,
 }
 
 impl Clone for Detector {
@@ -68,9 +86,14 @@ impl Clone for Detector {
 
 impl Detector {
     /// All contacts with `distance <= envelope` between bodies that are not both static,
-    /// written to `out` (cleared first) in the order of `(body_a, body_b, feature)`, whatever
-    /// the number of threads, in the memory of the last call. Plane–plane pairs are never
-    /// tested.
+    /// written to `out` in the order of `(body_a, body_b, feature)`, whatever the number of
+    /// threads, in the memory of the last call (`out`'s elements are overwritten). Plane–plane
+    /// pairs are never tested.
+    ///
+    /// Bodies are taken in fixed runs; each run's task finds the pairs of its bodies, which
+    /// sort within the run, and their contacts, so that the runs' contacts, one after the
+    /// other, are sorted. The few pairs that sort elsewhere (a coarser body of smaller
+    /// index) are detected apart and merged in.
     ///
     /// # Panics
     /// If `shapes`, `poses` and `is_static` differ in length.
@@ -84,31 +107,98 @@ impl Detector {
     ) -> CollisionStats {
         assert_eq!(shapes.len(), poses.len(), "one pose per shape");
         assert_eq!(shapes.len(), is_static.len(), "one static flag per shape");
-        broad::candidate_pairs(shapes, poses, is_static, envelope, &mut self.pairs);
-        out.clear();
-        // The pairs are sorted, each as (body_a, body_b) of its contacts, and the narrow
-        // phase sorts a pair's contacts by feature: collected in pair order, the contacts are
-        // sorted.
-        let tasks = self.pairs.len().div_ceil(PAIRS_PER_TASK);
-        self.parts.resize_with(tasks, Vec::new);
-        self.pairs
+        let bodies = broad::Bodies {
+            shapes,
+            poses,
+            is_static,
+            envelope,
+        };
+        self.broad.prepare(&bodies);
+        let tasks = shapes.len().div_ceil(BODIES_PER_TASK);
+        self.tasks.resize_with(tasks, Task::default);
+        let broad = &self.broad;
+        self.tasks[..tasks]
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(t, task)| {
+                task.pairs.clear();
+                task.late.clear();
+                task.contacts.clear();
+                let first = t * BODIES_PER_TASK;
+                for i in first..shapes.len().min(first + BODIES_PER_TASK) {
+                    broad.pairs_of(i, &bodies, &mut task.pairs, &mut task.late);
+                }
+                for &(a, b) in &task.pairs {
+                    narrow::collide(a, b, shapes, poses, envelope, &mut task.contacts);
+                }
+            });
+        let tasks = &self.tasks[..tasks];
+        self.late.clear();
+        tasks
+            .iter()
+            .for_each(|t| self.late.extend_from_slice(&t.late));
+        self.late.par_sort_unstable();
+        self.late.dedup();
+        let chunks = self.late.len().div_ceil(PAIRS_PER_TASK);
+        self.late_parts.resize_with(chunks, Vec::new);
+        self.late
             .par_chunks(PAIRS_PER_TASK)
-            .zip(&mut self.parts)
+            .zip(&mut self.late_parts)
             .for_each(|(pairs, part)| {
                 part.clear();
                 for &(a, b) in pairs {
                     narrow::collide(a, b, shapes, poses, envelope, part);
                 }
             });
-        out.reserve(self.parts[..tasks].iter().map(Vec::len).sum());
-        self.parts[..tasks]
-            .iter()
-            .for_each(|part| out.extend_from_slice(part));
+        let late = &self.late_parts[..chunks];
+        if late.iter().all(Vec::is_empty) {
+            gather(tasks.iter().map(|t| t.contacts.as_slice()), out);
+        } else {
+            let sorted = |c: &Contact| (c.body_a, c.body_b, c.feature);
+            let own = tasks.iter().flat_map(|t| &t.contacts);
+            out.clear();
+            out.extend(merge_by_key(own, late.iter().flatten(), sorted));
+        }
         CollisionStats {
-            candidate_pairs: self.pairs.len(),
+            candidate_pairs: self.late.len() + tasks.iter().map(|t| t.pairs.len()).sum::<usize>(),
             contacts: out.len(),
         }
     }
+}
+
+/// `parts` one after the other into `out`, copied in parallel. `out` is only grown or
+/// truncated, never cleared: its elements are overwritten.
+fn gather<'a>(parts: impl Iterator<Item = &'a [Contact]> + Clone, out: &mut Vec<Contact>) {
+    let total = parts.clone().map(<[Contact]>::len).sum();
+    let Some(filler) = parts.clone().find_map(|p| p.first()) else {
+        out.clear();
+        return;
+    };
+    out.resize(total, *filler);
+    let mut rest = &mut out[..];
+    let mut copies = Vec::new();
+    for part in parts {
+        let (head, tail) = rest.split_at_mut(part.len());
+        copies.push((head, part));
+        rest = tail;
+    }
+    copies
+        .into_par_iter()
+        .for_each(|(to, from)| to.copy_from_slice(from));
+}
+
+/// The union of two sequences sorted by `key`, sorted.
+fn merge_by_key<'a, K: Ord>(
+    a: impl Iterator<Item = &'a Contact>,
+    b: impl Iterator<Item = &'a Contact>,
+    key: impl Fn(&Contact) -> K,
+) -> impl Iterator<Item = Contact> {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (Some(x), Some(y)) if key(y) < key(x) => b.next().copied(),
+        (Some(_), _) => a.next().copied(),
+        (None, _) => b.next().copied(),
+    })
 }
 
 /// The contact of a shape (body A, index 0) with a point (body B, index 1; a finite-element
@@ -239,6 +329,24 @@ mod tests {
         let one = run(1);
         assert!(!one.is_empty());
         assert_eq!(one, run(3));
+    }
+
+    #[test]
+    fn a_detector_reused_on_other_scenes_gives_what_a_fresh_one_gives() {
+        // Larger, then smaller, then larger again: the kept buffers (grid table, tasks,
+        // late pairs, the contact list) hold the last call's values and must be overwritten.
+        let mut kept = Detector::default();
+        let mut out = Vec::new();
+        for (n, seed) in [(3000, 11), (700, 12), (1500, 13)] {
+            let (shapes, poses, is_static) = random_scene(n, seed);
+            let stats = kept.detect(&shapes, &poses, &is_static, 0.05, &mut out);
+            let mut fresh = Vec::new();
+            let expected =
+                Detector::default().detect(&shapes, &poses, &is_static, 0.05, &mut fresh);
+            assert!(!fresh.is_empty());
+            assert_eq!(out, fresh, "{n} bodies");
+            assert_eq!(stats, expected);
+        }
     }
 
     #[test]
