@@ -14,13 +14,17 @@
 //!   unilateral block; −1 for a bilateral one: no projection). The compliance, when the
 //!   problem has some, is a stream of its own.
 //! - Per body: the diagonal of `M⁻¹` and the list of its (block, side) pairs; the body
-//!   velocities `w = M⁻¹ Jᵀ γ` in atomic cells, which the blocks of one colour update in
-//!   parallel (no two share a body).
+//!   velocities `w = M⁻¹ Jᵀ γ`, 6 values padded to 8 (one cache line in `f64`), plain
+//!   values for Jacobi, atomic cells for the coloured sweep, whose blocks of one colour
+//!   update them in parallel (no two share a body).
 //!
 //! `M⁻¹ Jᵀ` is not stored. Jacobi's pass over the groups computes, with the rows already in
-//! registers, the new `γ_k` and its products `J_{k,s}ᵀ γ_k` (one 6-vector per side); the
-//! body pass then sums each body's products and scales by its `M⁻¹`. So an iteration reads
-//! the Jacobian once. The residual of an iterate is accumulated by the pass that reads its
+//! registers, the new `γ_k` and its products `J_{k,s}ᵀ γ_k` (one 6-vector per side), stored
+//! in lane order as the lanes compute them (no transpose); the body pass then sums each
+//! body's products and scales by its `M⁻¹`. So an iteration reads the Jacobian once. Every
+//! loop the dispatched functions run is an `#[inline(always)]` function or a plain loop:
+//! a closure there may be left out of line by LLVM and compiled for the baseline (SSE2),
+//! which halved the `f64` pass's speed before. The residual of an iterate is accumulated by the pass that reads its
 //! velocity, lane-wise in `T` within a task's chunk and in `f64` across chunks; the
 //! reported residual of the returned iterate is recomputed in `f64` on the system
 //! ([`merit::residual`]).
@@ -29,7 +33,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::lanes::{self, L, Lanes, array};
+use super::lanes::{self, Cones, L, Lanes};
 use super::progress::{Progress, initial_iterate};
 use super::rows::{Compact, Full, Rows, Velocities};
 use super::traffic::{Term, Traffic};
@@ -115,7 +119,7 @@ impl<T: Real> LaneSums<T> {
     };
 
     /// Adds the group's blocks at `γ` (`g`), velocity `u`, `unit = Π(γ − û)` and
-    /// `scaled = Π(γ − η û)` with `η` per lane.
+    /// `scaled = Π(γ − η û)` with `1/η` per lane (`inv_eta`).
     #[inline(always)]
     fn add(
         &mut self,
@@ -123,17 +127,17 @@ impl<T: Real> LaneSums<T> {
         u: &[Lanes<T>; 3],
         unit: &[Lanes<T>; 3],
         scaled: &[Lanes<T>; 3],
-        eta: &Lanes<T>,
+        inv_eta: &Lanes<T>,
     ) {
         for i in 0..3 {
             let e = lanes::sub(g[i], unit[i]);
             self.e2 = lanes::mul_add(self.e2, e, e);
-            self.e_inf = lanes::max(self.e_inf, array(|l| e[l].abs()));
-            let v = array(|l| ((g[i][l] - scaled[i][l]) / eta[l]).abs());
+            self.e_inf = lanes::max(self.e_inf, lanes::abs(e));
+            let v = lanes::mul(lanes::abs(lanes::sub(g[i], scaled[i])), *inv_eta);
             self.velocity = lanes::max(self.velocity, v);
             self.g2 = lanes::mul_add(self.g2, g[i], g[i]);
             self.u2 = lanes::mul_add(self.u2, u[i], u[i]);
-            self.g_inf = lanes::max(self.g_inf, array(|l| g[i][l].abs()));
+            self.g_inf = lanes::max(self.g_inf, lanes::abs(g[i]));
         }
     }
 
@@ -174,8 +178,46 @@ impl<T: Real, J: Rows<T>> Copy for Group<T, J> {}
 /// A group's iterate: `γ` rows × lanes.
 type Impulses<T> = [Lanes<T>; 3];
 
+/// Values per body of `w`: the 6 velocities padded to 8, so that a body's record is one
+/// 64-byte cache line in `f64` (half of one in `f32`) and each gather touches one line.
+const W: usize = 8;
+
 /// Where the Jacobi pass writes: the next iterate and its products `J_{k,s}ᵀ γ_k`.
-type JacobiOut<'a, T> = (&'a mut [Impulses<T>], &'a mut [[T; 6]]);
+type JacobiOut<'a, T> = (&'a mut [Impulses<T>], &'a mut [Velocities<T>]);
+
+/// The body velocities `w` as the block passes read them: plain values for Jacobi (written
+/// by the body pass only), atomic cells for the coloured sweep ([`Shared`]).
+trait Cells<T: Real>: Sync {
+    /// The record of body `b`.
+    fn get(&self, b: u32) -> [T; W];
+}
+
+impl<T: Real> Cells<T> for [[T; W]] {
+    #[inline(always)]
+    fn get(&self, b: u32) -> [T; W] {
+        self[b as usize]
+    }
+}
+
+/// Body velocities in atomic cells, which the blocks of one colour update in parallel.
+struct Shared<T: Real>(Vec<[T::Atomic; W]>);
+
+impl<T: Real> Cells<T> for Shared<T> {
+    #[inline(always)]
+    fn get(&self, b: u32) -> [T; W] {
+        load_cells::<T>(&self.0[b as usize])
+    }
+}
+
+/// The values of a body's atomic cells (the padding zero).
+#[inline(always)]
+fn load_cells<T: Real>(cell: &[T::Atomic; W]) -> [T; W] {
+    let mut v = [T::ZERO; W];
+    for c in 0..6 {
+        v[c] = T::load(&cell[c]);
+    }
+    v
+}
 
 /// The kernel's data for one system, in precision `T`, rows encoded by `J`.
 pub(crate) struct Kernel<T: Real, J: Rows<T>> {
@@ -313,76 +355,75 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
         out
     }
 
-    /// Stores `J_{k,s}ᵀ γ_k` of the group `grp` at `γ` = `g` in `out` (per block, its two
-    /// sides).
+    /// `J_{k,s}ᵀ γ_k` of every group at `gamma`, in `products` (per group, side,
+    /// component, the lanes: the order the lanes compute them in).
+    fn products(&self, gamma: &[Impulses<T>], products: &mut [Velocities<T>]) {
+        for ((grp, g), out) in self.groups.iter().zip(gamma).zip(products) {
+            *out = J::transpose_times(&grp.jac, g);
+        }
+    }
+
+    /// `w = M⁻¹ Jᵀ γ` from the groups' `products` ([`Kernel::products`]), bodies in
+    /// parallel (each a sum over its links); `w` holds every body but the ground.
+    fn body_velocities(&self, products: &[Velocities<T>], w: &mut [[T; W]]) {
+        w.par_chunks_mut(CHUNK * L).enumerate().for_each(|(c, ws)| {
+            self.arch.dispatch(BodyChunk {
+                kernel: self,
+                first: c * CHUNK * L,
+                ws,
+                products,
+            })
+        });
+    }
+
+    /// The bodies `ws` (from body `first`) of [`Kernel::body_velocities`].
     #[inline(always)]
-    fn store_products(grp: &Group<T, J>, g: &Impulses<T>, out: &mut [[T; 6]]) {
-        let v = J::transpose_times(&grp.jac, g);
-        for (l, pair) in out.chunks_exact_mut(2).enumerate() {
-            for (s, side) in pair.iter_mut().enumerate() {
-                *side = array(|c| v[s][c][l]);
+    fn body_chunk(&self, first: usize, ws: &mut [[T; W]], products: &[Velocities<T>]) {
+        for (i, wb) in ws.iter_mut().enumerate() {
+            let b = first + i;
+            let mut acc = [T::ZERO; 6];
+            let links = &self.links[self.link_ptr[b] as usize..self.link_ptr[b + 1] as usize];
+            for &link in links {
+                // `2 · kernel block + side`, the block lane `l` of group `g`.
+                let (kk, s) = (link as usize / 2, link as usize % 2);
+                let (p, l) = (&products[kk / L][s], kk % L);
+                for c in 0..6 {
+                    acc[c] += p[c][l];
+                }
+            }
+            let m = &self.inv_mass[b];
+            for c in 0..6 {
+                wb[c] = acc[c] * m[c];
             }
         }
-    }
-
-    /// `J_{k,s}ᵀ γ_k` of every block at `gamma`, at `2 k + s` of `products`.
-    fn products(&self, gamma: &[Impulses<T>], products: &mut [[T; 6]]) {
-        for ((grp, g), out) in self
-            .groups
-            .iter()
-            .zip(gamma)
-            .zip(products.chunks_exact_mut(2 * L))
-        {
-            Self::store_products(grp, g, out);
-        }
-    }
-
-    /// `w = M⁻¹ Jᵀ γ` from the blocks' `products` (`J_{k,s}ᵀ γ_k` at `2 k + s`), bodies in
-    /// parallel (each a sum over its links).
-    fn body_velocities(&self, products: &[[T; 6]], w: &[[T::Atomic; 6]]) {
-        let n = self.inv_mass.len() - 1;
-        w[..n]
-            .par_iter()
-            .with_min_len(CHUNK * L)
-            .enumerate()
-            .for_each(|(b, wb)| {
-                let mut acc = [T::ZERO; 6];
-                let links = &self.links[self.link_ptr[b] as usize..self.link_ptr[b + 1] as usize];
-                for &l in links {
-                    let p = &products[l as usize];
-                    for c in 0..6 {
-                        acc[c] += p[c];
-                    }
-                }
-                for c in 0..6 {
-                    T::store(&wb[c], acc[c] * self.inv_mass[b][c]);
-                }
-            });
     }
 
     /// The velocities `u` and model velocities `û` of group `gi` at `γ` = `g`:
     /// `u_k = J_k w + E_k γ_k + r_k`, `û_k = u_k + μ_k ‖u_t‖ e_n` under the Coulomb model
     /// (De Saxcé's shift; zero for unilateral and bilateral blocks).
     #[inline(always)]
-    fn velocity(
+    fn velocity<C: Cells<T> + ?Sized>(
         &self,
         gi: usize,
         g: &Impulses<T>,
-        w: &[[T::Atomic; 6]],
+        w: &C,
     ) -> ([Lanes<T>; 3], [Lanes<T>; 3]) {
         let grp = &self.groups[gi];
-        let wb: Velocities<T> = array(|s| {
-            let mut v = [[T::ZERO; L]; 6];
-            for l in 0..L {
-                let cell = &w[grp.bodies[s][l] as usize];
+        let mut wb: Velocities<T> = [[[T::ZERO; L]; 6]; 2];
+        for (side, bodies) in wb.iter_mut().zip(&grp.bodies) {
+            for (l, &b) in bodies.iter().enumerate() {
+                let v = w.get(b);
                 for c in 0..6 {
-                    v[c][l] = T::load(&cell[c]);
+                    side[c][l] = v[c];
                 }
             }
-            v
-        });
+        }
         let jw = J::times(&grp.jac, &wb);
-        let mut u: [Lanes<T>; 3] = array(|i| lanes::add(grp.r[i], jw[i]));
+        let mut u = [
+            lanes::add(grp.r[0], jw[0]),
+            lanes::add(grp.r[1], jw[1]),
+            lanes::add(grp.r[2], jw[2]),
+        ];
         if let Some(e) = &self.compliance {
             for i in 0..3 {
                 u[i] = lanes::mul_add(u[i], e[gi][i], g[i]);
@@ -404,38 +445,39 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
 
     /// `Π_K(γ_k − s_k û_k)` per lane.
     #[inline(always)]
-    fn step(
-        grp: &Group<T, J>,
-        g: &Impulses<T>,
-        u_hat: &[Lanes<T>; 3],
-        s: &Lanes<T>,
-    ) -> Impulses<T> {
-        let mut x = array(|i| array(|l| g[i][l] - s[l] * u_hat[i][l]));
-        lanes::project(&mut x, &grp.mu);
+    fn step(cone: &Cones<T>, g: &Impulses<T>, u_hat: &[Lanes<T>; 3], s: &Lanes<T>) -> Impulses<T> {
+        let mut x = *g;
+        for i in 0..3 {
+            for l in 0..L {
+                x[i][l] = g[i][l] - s[l] * u_hat[i][l];
+            }
+        }
+        lanes::project(&mut x, cone);
         x
     }
 
-    /// Adds the residual terms of group `gi` at `γ` = `g` to `sums`; returns `û`.
+    /// Adds the residual terms of group `gi` (cones `cone`) at `γ` = `g` to `sums`;
+    /// returns `û`.
     #[inline(always)]
-    fn measure(
+    fn measure<C: Cells<T> + ?Sized>(
         &self,
         gi: usize,
+        cone: &Cones<T>,
         g: &Impulses<T>,
-        w: &[[T::Atomic; 6]],
+        w: &C,
         sums: &mut LaneSums<T>,
     ) -> [Lanes<T>; 3] {
         let grp = &self.groups[gi];
         let (u, u_hat) = self.velocity(gi, g, w);
-        let unit = Self::step(grp, g, &u_hat, &[T::ONE; L]);
-        let eta = array(|l| {
-            if grp.eta[l] > T::ZERO {
-                grp.eta[l]
-            } else {
-                T::ONE
-            }
-        });
-        let scaled = Self::step(grp, g, &u_hat, &eta);
-        sums.add(g, &u, &unit, &scaled, &eta);
+        let unit = Self::step(cone, g, &u_hat, &[T::ONE; L]);
+        let mut eta = grp.eta;
+        let mut inv_eta = [T::ONE; L];
+        for l in 0..L {
+            eta[l] = if eta[l] > T::ZERO { eta[l] } else { T::ONE };
+            inv_eta[l] = T::ONE / eta[l];
+        }
+        let scaled = Self::step(cone, g, &u_hat, &eta);
+        sums.add(g, &u, &unit, &scaled, &inv_eta);
         u_hat
     }
 
@@ -453,24 +495,26 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
             ..
         } = task;
         let mut sums = LaneSums::ZERO;
-        let groups = out.iter_mut().zip(prods.chunks_exact_mut(2 * L)).zip(gs);
+        let groups = out.iter_mut().zip(prods).zip(gs);
         for (i, ((o, p), g)) in groups.enumerate() {
             let gi = first + i;
-            let u_hat = self.measure(gi, g, w, &mut sums);
             let grp = &self.groups[gi];
-            let s = array(|l| omega * grp.eta[l]);
-            *o = Self::step(grp, g, &u_hat, &s);
-            Self::store_products(grp, o, p);
+            let cone = Cones::of(&grp.mu);
+            let u_hat = self.measure(gi, &cone, g, w, &mut sums);
+            let s = lanes::mul([omega; L], grp.eta);
+            *o = Self::step(&cone, g, &u_hat, &s);
+            *p = J::transpose_times(&grp.jac, o);
         }
         sums.total()
     }
 
     /// The residual sums at the groups `gs` (from group `first`).
     #[inline(always)]
-    fn measure_chunk(&self, first: usize, gs: &[Impulses<T>], w: &[[T::Atomic; 6]]) -> Sums {
+    fn measure_chunk(&self, first: usize, gs: &[Impulses<T>], w: &[[T; W]]) -> Sums {
         let mut sums = LaneSums::ZERO;
         for (i, g) in gs.iter().enumerate() {
-            self.measure(first + i, g, w, &mut sums);
+            let cone = Cones::of(&self.groups[first + i].mu);
+            self.measure(first + i, &cone, g, w, &mut sums);
         }
         sums.total()
     }
@@ -478,15 +522,19 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
     /// The Gauss–Seidel step of the groups `gs` (from group `first`, one colour) in place,
     /// each followed by its update of `w`.
     #[inline(always)]
-    fn sweep_chunk(&self, first: usize, gs: &mut [Impulses<T>], w: &[[T::Atomic; 6]], omega: T) {
+    fn sweep_chunk(&self, first: usize, gs: &mut [Impulses<T>], w: &Shared<T>, omega: T) {
         let ground = (self.inv_mass.len() - 1) as u32;
         for (i, g) in gs.iter_mut().enumerate() {
             let gi = first + i;
             let grp = &self.groups[gi];
             let (_, u_hat) = self.velocity(gi, g, w);
-            let s = array(|l| omega * grp.eta[l]);
-            let next = Self::step(grp, g, &u_hat, &s);
-            let delta = array(|i| lanes::sub(next[i], g[i]));
+            let s = lanes::mul([omega; L], grp.eta);
+            let next = Self::step(&Cones::of(&grp.mu), g, &u_hat, &s);
+            let delta = [
+                lanes::sub(next[0], g[0]),
+                lanes::sub(next[1], g[1]),
+                lanes::sub(next[2], g[2]),
+            ];
             *g = next;
             let d = J::transpose_times(&grp.jac, &delta);
             for (side, bodies) in d.iter().zip(&grp.bodies) {
@@ -494,7 +542,7 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
                     if b == ground {
                         continue;
                     }
-                    let (wb, m) = (&w[b as usize], &self.inv_mass[b as usize]);
+                    let (wb, m) = (&w.0[b as usize], &self.inv_mass[b as usize]);
                     for c in 0..6 {
                         T::store(&wb[c], T::load(&wb[c]) + m[c] * side[c][l]);
                     }
@@ -504,53 +552,69 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
     }
 
     /// One pass over the groups at `gamma` with body velocities `w = M⁻¹ Jᵀ γ`: the
-    /// residual sums, and with `next` the Jacobi step `next_k = Π(γ_k − ω η_k û_k)` and its
-    /// products `J_{k,s}ᵀ next_k` (at `2 k + s`).
-    fn pass(
+    /// residual sums, the Jacobi step `next_k = Π(γ_k − ω η_k û_k)` and its products
+    /// `J_{k,s}ᵀ next_k` (at `2 k + s`).
+    fn jacobi_pass(
         &self,
         gamma: &[Impulses<T>],
-        w: &[[T::Atomic; 6]],
+        w: &[[T; W]],
         omega: T,
-        next: Option<JacobiOut<'_, T>>,
+        (next, products): JacobiOut<'_, T>,
     ) -> Sums {
-        let parts: Vec<Sums> = match next {
-            Some((next, products)) => next
-                .par_chunks_mut(CHUNK)
-                .zip(products.par_chunks_mut(CHUNK * 2 * L))
-                .zip(gamma.par_chunks(CHUNK))
-                .enumerate()
-                .map(|(c, ((out, prods), gs))| {
-                    self.arch.dispatch(JacobiChunk {
-                        kernel: self,
-                        first: c * CHUNK,
-                        gs,
-                        out,
-                        prods,
-                        w,
-                        omega,
-                    })
+        let parts: Vec<Sums> = next
+            .par_chunks_mut(CHUNK)
+            .zip(products.par_chunks_mut(CHUNK))
+            .zip(gamma.par_chunks(CHUNK))
+            .enumerate()
+            .map(|(c, ((out, prods), gs))| {
+                self.arch.dispatch(JacobiChunk {
+                    kernel: self,
+                    first: c * CHUNK,
+                    gs,
+                    out,
+                    prods,
+                    w,
+                    omega,
                 })
-                .collect(),
-            None => gamma
-                .par_chunks(CHUNK)
-                .enumerate()
-                .map(|(c, gs)| {
-                    self.arch.dispatch(MeasureChunk {
-                        kernel: self,
-                        first: c * CHUNK,
-                        gs,
-                        w,
-                    })
-                })
-                .collect(),
-        };
+            })
+            .collect();
         parts.into_iter().fold(Sums::default(), Sums::merge)
+    }
+
+    /// The residual sums of the groups at `gamma` with body velocities `w = M⁻¹ Jᵀ γ`.
+    fn measure_pass(&self, gamma: &[Impulses<T>], w: &[[T; W]]) -> Sums {
+        let parts: Vec<Sums> = gamma
+            .par_chunks(CHUNK)
+            .enumerate()
+            .map(|(c, gs)| {
+                self.arch.dispatch(MeasureChunk {
+                    kernel: self,
+                    first: c * CHUNK,
+                    gs,
+                    w,
+                })
+            })
+            .collect();
+        parts.into_iter().fold(Sums::default(), Sums::merge)
+    }
+
+    /// The values of the cells `shared` in `w` (every body but the ground), for the
+    /// residual pass after a coloured sweep: its gathers are then vector loads, which
+    /// atomic loads never are (`T::load` is one scalar load per value).
+    fn unshare(&self, shared: &Shared<T>, w: &mut [[T; W]]) {
+        w.par_chunks_mut(CHUNK * L)
+            .zip(shared.0.par_chunks(CHUNK * L))
+            .for_each(|(ws, cells)| {
+                for (wb, cell) in ws.iter_mut().zip(cells) {
+                    *wb = load_cells::<T>(cell);
+                }
+            });
     }
 
     /// One coloured Gauss–Seidel sweep in place: each colour's groups in parallel, each
     /// moved with the current `w`, which it then updates, `w_b += M⁻¹_b J_{k,s}ᵀ Δγ_k`
     /// (no two blocks of a colour share a body, so no two lanes either).
-    fn colored_sweep(&self, gamma: &mut [Impulses<T>], w: &[[T::Atomic; 6]], omega: T) {
+    fn colored_sweep(&self, gamma: &mut [Impulses<T>], w: &Shared<T>, omega: T) {
         for range in &self.colours {
             let start = range.start;
             gamma[range.clone()]
@@ -571,7 +635,25 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
 
 // The tasks of a rayon chunk, run by `pulp::Arch::dispatch`: their `with_simd` is inlined
 // into the function that `pulp` compiles with the CPU's instruction set (a closure would not
-// be: its `FnOnce` shim is a function of its own, compiled for the baseline).
+// be: its `FnOnce` shim is a function of its own, compiled for the baseline; nor is a large
+// closure called from inside it always inlined, so the hot code below has none).
+
+/// A chunk of the body pass ([`Kernel::body_chunk`]).
+struct BodyChunk<'a, T: Real, J: Rows<T>> {
+    kernel: &'a Kernel<T, J>,
+    first: usize,
+    ws: &'a mut [[T; W]],
+    products: &'a [Velocities<T>],
+}
+
+impl<T: Real, J: Rows<T>> pulp::WithSimd for BodyChunk<'_, T, J> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) {
+        self.kernel.body_chunk(self.first, self.ws, self.products)
+    }
+}
 
 /// A chunk of the Jacobi pass ([`Kernel::jacobi_chunk`]).
 struct JacobiChunk<'a, T: Real, J: Rows<T>> {
@@ -579,8 +661,8 @@ struct JacobiChunk<'a, T: Real, J: Rows<T>> {
     first: usize,
     gs: &'a [Impulses<T>],
     out: &'a mut [Impulses<T>],
-    prods: &'a mut [[T; 6]],
-    w: &'a [[T::Atomic; 6]],
+    prods: &'a mut [Velocities<T>],
+    w: &'a [[T; W]],
     omega: T,
 }
 
@@ -598,7 +680,7 @@ struct MeasureChunk<'a, T: Real, J: Rows<T>> {
     kernel: &'a Kernel<T, J>,
     first: usize,
     gs: &'a [Impulses<T>],
-    w: &'a [[T::Atomic; 6]],
+    w: &'a [[T; W]],
 }
 
 impl<T: Real, J: Rows<T>> pulp::WithSimd for MeasureChunk<'_, T, J> {
@@ -615,7 +697,7 @@ struct SweepChunk<'a, T: Real, J: Rows<T>> {
     kernel: &'a Kernel<T, J>,
     first: usize,
     gs: &'a mut [Impulses<T>],
-    w: &'a [[T::Atomic; 6]],
+    w: &'a Shared<T>,
     omega: T,
 }
 
@@ -698,17 +780,25 @@ fn run<T: Real, J: Rows<T>>(job: &Job) -> Report {
     let gamma0 = initial_iterate(sys, settings);
     let mut cur = kernel.gather(sys, &gamma0);
     let mut next = cur.clone();
-    let w: Vec<[T::Atomic; 6]> = (0..kernel.inv_mass.len())
-        .map(|_| std::array::from_fn(|_| T::atomic(T::ZERO)))
-        .collect();
-    let mut products = vec![[T::ZERO; 6]; 2 * L * cur.len()];
+    let mut w = vec![[T::ZERO; W]; kernel.inv_mass.len()];
+    let bodies = w.len() - 1;
+    let mut products = vec![[[[T::ZERO; L]; 6]; 2]; cur.len()];
     kernel.products(&cur, &mut products);
-    kernel.body_velocities(&products, &w);
+    kernel.body_velocities(&products, &mut w[..bodies]);
     let jacobi = sweep == Sweep::Jacobi;
-    let measure = |cur: &[Impulses<T>], next: &mut [Impulses<T>], products: &mut [[T; 6]]| {
-        kernel.pass(cur, &w, omega, jacobi.then_some((next, products)))
+    // The coloured sweep updates `w` in place, block by block: atomic cells.
+    let shared = (!jacobi).then(|| Shared::<T>(w.iter().map(|v| v.map(T::atomic)).collect()));
+    let measure = |cur: &[Impulses<T>],
+                   next: &mut [Impulses<T>],
+                   products: &mut [Velocities<T>],
+                   w: &[[T; W]]| {
+        if jacobi {
+            kernel.jacobi_pass(cur, w, omega, (next, products))
+        } else {
+            kernel.measure_pass(cur, w)
+        }
     };
-    let sums = measure(&cur, &mut next, &mut products);
+    let sums = measure(&cur, &mut next, &mut products, &w);
     let (mut progress, mut status) = Progress::new(settings, &gamma0, sums.residual(kernel.r_norm));
     if settings.max_iter == 0 && status.is_none() {
         status = Some(Status::MaxIterations);
@@ -718,14 +808,15 @@ fn run<T: Real, J: Rows<T>>(job: &Job) -> Report {
         if let Some(status) = status {
             break status;
         }
-        if jacobi {
+        if let Some(shared) = &shared {
+            kernel.colored_sweep(&mut cur, shared, omega);
+            kernel.unshare(shared, &mut w[..bodies]);
+        } else {
             // The last pass left `J_{k,s}ᵀ next_k` in `products`.
             std::mem::swap(&mut cur, &mut next);
-            kernel.body_velocities(&products, &w);
-        } else {
-            kernel.colored_sweep(&mut cur, &w, omega);
+            kernel.body_velocities(&products, &mut w[..bodies]);
         }
-        let sums = measure(&cur, &mut next, &mut products);
+        let sums = measure(&cur, &mut next, &mut products, &w);
         let passes = if jacobi { 1 } else { 2 };
         let res = sums.residual(kernel.r_norm);
         let improved;
@@ -752,11 +843,17 @@ fn run<T: Real, J: Rows<T>>(job: &Job) -> Report {
 /// encoding (`compact` or `full`) ([`super::traffic`]), `None` for a system that is not
 /// factored. Blocks are counted in whole groups (padding included). Jacobi: the body pass
 /// (per body its link range, `M⁻¹` and `w` written; per link its entry and the block's
-/// product `J_{k,s}ᵀ γ_k`), then per block its record, the gathers of `w`, the new `γ_k`
-/// and its two products written. The coloured sweep: per block its record, the gathers of
-/// `w` and the new `γ_k`; per link `M⁻¹` and `w` read and `w` written; then the residual
-/// pass (the record and the gathers again) and the copy of the best iterate when the
-/// residual improves (counted every iteration; Jacobi keeps it by swapping buffers).
+/// product `J_{k,s}ᵀ γ_k`), then per block its record, the gathers of `w` (the 6 values
+/// read of a body's 8), the new `γ_k` and its two products written. The minimum of the
+/// encoding, for comparison: the record, `γ_k` read and written, and per body `M⁻¹` and
+/// `w` written once and read once (`8 + (VALUES + 11) t` per block plus `18 t` per body:
+/// 312 B in `f64` and 160 B in `f32` on the compact rows of a cubic packing, 3 contacts
+/// per body); the model adds the gathers (12 values per block, mostly cache hits) and
+/// the products (12 written per block, 6 read per link). The coloured sweep: per block its record, the gathers of
+/// `w` and the new `γ_k`; per link `M⁻¹` and `w` read and `w` written; then the copy of
+/// the cells `w` into plain values (per body 6 read, 6 written), the residual pass (the
+/// record and the gathers again) and the copy of the best iterate when the residual
+/// improves (counted every iteration; Jacobi keeps it by swapping buffers).
 pub(crate) fn traffic(
     sys: &System,
     sweep: Sweep,
@@ -800,7 +897,7 @@ pub(crate) fn traffic(
             },
             Term {
                 what: "Jw, residual",
-                bytes: blocks * record,
+                bytes: bodies * 12 * t + blocks * record,
             },
             Term {
                 what: "best copy",

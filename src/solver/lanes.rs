@@ -1,7 +1,8 @@
 //! Lanes of the CPU kernel (issue 16): the kernel moves [`L`] consecutive blocks at once,
 //! each quantity of a block a lane of a `[T; L]` array (structure of arrays within a group
 //! of `L` blocks). The helpers here are the lane-wise arithmetic and the cone projection;
-//! they are `#[inline(always)]` so that they compile inside the kernel's `pulp` dispatch
+//! they are `#[inline(always)]` loops (no closures, which LLVM may leave out of line,
+//! compiled for the baseline) so that they compile inside the kernel's `pulp` dispatch
 //! (`pulp::Arch::dispatch`, which runs its closure under the CPU's widest instruction set:
 //! AVX2 + FMA where present, detected at run time), where LLVM maps each `[T; L]` operation
 //! onto vector registers (8 `f32` lanes = one AVX register, 8 `f64` = two).
@@ -14,49 +15,78 @@ pub(crate) const L: usize = 8;
 /// One value per lane.
 pub(crate) type Lanes<T> = [T; L];
 
-/// `[f(0), …, f(N − 1)]`: `std::array::from_fn` without its out-of-line helper, which
-/// would be compiled for the baseline instruction set and called from the dispatched code.
-#[inline(always)]
-pub(crate) fn array<A: Copy + Default, const N: usize>(mut f: impl FnMut(usize) -> A) -> [A; N] {
-    let mut out = [A::default(); N];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = f(i);
-    }
-    out
-}
-
 /// `a + b`, lane-wise.
 #[inline(always)]
-pub(crate) fn add<T: Real>(a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
-    array(|l| a[l] + b[l])
+pub(crate) fn add<T: Real>(mut a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
+    for l in 0..L {
+        a[l] += b[l];
+    }
+    a
 }
 
 /// `a − b`, lane-wise.
 #[inline(always)]
-pub(crate) fn sub<T: Real>(a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
-    array(|l| a[l] - b[l])
+pub(crate) fn sub<T: Real>(mut a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
+    for l in 0..L {
+        a[l] = a[l] - b[l];
+    }
+    a
+}
+
+/// `a b`, lane-wise.
+#[inline(always)]
+pub(crate) fn mul<T: Real>(mut a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
+    for l in 0..L {
+        a[l] = a[l] * b[l];
+    }
+    a
 }
 
 /// `acc + a b`, lane-wise (two roundings, as the scalar code: no fused multiply-add, which
 /// would need a library call where the CPU has none).
 #[inline(always)]
-pub(crate) fn mul_add<T: Real>(acc: Lanes<T>, a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
-    array(|l| acc[l] + a[l] * b[l])
+pub(crate) fn mul_add<T: Real>(mut acc: Lanes<T>, a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
+    for l in 0..L {
+        acc[l] += a[l] * b[l];
+    }
+    acc
 }
 
-/// `Σ_c a_c b_c` over rows of `N` lane arrays.
+/// `|a|`, lane-wise.
 #[inline(always)]
-pub(crate) fn dot<T: Real, const N: usize>(a: &[Lanes<T>; N], b: &[Lanes<T>; N]) -> Lanes<T> {
-    (1..N).fold(array(|l| a[0][l] * b[0][l]), |acc, c| {
-        mul_add(acc, a[c], b[c])
-    })
+pub(crate) fn abs<T: Real>(mut a: Lanes<T>) -> Lanes<T> {
+    for x in &mut a {
+        *x = x.abs();
+    }
+    a
 }
 
 /// The larger value, lane-wise (a comparison and a select, which vectorize; `NaN` in `a`
 /// gives `b`).
 #[inline(always)]
-pub(crate) fn max<T: Real>(a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
-    array(|l| if a[l] > b[l] { a[l] } else { b[l] })
+pub(crate) fn max<T: Real>(mut a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
+    for l in 0..L {
+        a[l] = if a[l] > b[l] { a[l] } else { b[l] };
+    }
+    a
+}
+
+/// The cones of a group's lanes: `μ` (negative for a bilateral block) and `1/(1 + μ²)`.
+pub(crate) struct Cones<T: Real> {
+    pub(crate) mu: Lanes<T>,
+    pub(crate) inv: Lanes<T>,
+}
+
+impl<T: Real> Cones<T> {
+    /// The cones of coefficients `mu`.
+    #[inline(always)]
+    pub(crate) fn of(mu: &Lanes<T>) -> Self {
+        let mut inv = [T::ONE; L];
+        for l in 0..L {
+            inv[l] = T::ONE / (T::ONE + mu[l] * mu[l]);
+        }
+        Cones { mu: *mu, inv }
+    }
 }
 
 /// `Π(x)` on each lane's cone, by its coefficient `mu`: negative, the whole space (a
@@ -67,15 +97,18 @@ pub(crate) fn max<T: Real>(a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {
 /// `‖t‖ = √(t₁² + t₂²)`: its squares overflow only where a tangent exceeds `√max` (1.8e19 in
 /// `f32`, 1.3e154 in `f64`), which an iterate reaches only while diverging (the `f64`
 /// residual of the system reports that), so `hypot`'s rescaling buys nothing here.
+/// The cone's constant `1/(1 + μ²)` comes with it (`cone`, [`Cones::of`]), computed once per
+/// group for the projections of a pass.
 #[inline(always)]
-pub(crate) fn project<T: Real>(x: &mut [Lanes<T>; 3], mu: &Lanes<T>) {
+pub(crate) fn project<T: Real>(x: &mut [Lanes<T>; 3], cone: &Cones<T>) {
+    let (mu, inv) = (&cone.mu, &cone.inv);
     for l in 0..L {
         let (n, t1, t2, a) = (x[0][l], x[1][l], x[2][l], mu[l]);
         let s = (t1 * t1 + t2 * t2).sqrt();
         // `n ≥ 0` decides `s = 0 ≤ μ n` for `μ = 0` (the unilateral case).
         let inside = a < T::ZERO || (s <= a * n && n >= T::ZERO);
         let polar = a * s <= -n;
-        let n_new = (a * s + n) / (T::ONE + a * a);
+        let n_new = (a * s + n) * inv[l];
         let scale = a * n_new / if s > T::ZERO { s } else { T::ONE };
         let (n_out, t_scale) = if inside {
             (n, T::ONE)
@@ -114,7 +147,7 @@ mod tests {
             (0..3).for_each(|i| x[i][l] = p[i]);
             mu[l] = *m;
         }
-        project(&mut x, &mu);
+        project(&mut x, &Cones::of(&mu));
         for (l, (p, m)) in points.iter().enumerate() {
             let mut want = *p;
             if *m >= 0.0 {

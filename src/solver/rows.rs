@@ -9,7 +9,7 @@
 //! frame `F` (9 values) and the tangent rows' angular parts of each body (2 × 6): 21 values
 //! instead of 36. Joints and contacts of other shapes keep the full rows.
 
-use super::lanes::{L, Lanes, array, dot, mul_add, sub};
+use super::lanes::{L, Lanes, mul, mul_add, sub};
 use crate::problem::real::Real;
 
 /// The body velocities a group's blocks gather: per side, 6 components of `L` lanes.
@@ -49,26 +49,28 @@ impl<T: Real> Rows<T> for Full {
 
     #[inline(always)]
     fn times(b: &Self::Group, w: &Velocities<T>) -> [Lanes<T>; 3] {
-        let row = |s: usize, i: usize| -> &[Lanes<T>; 6] {
-            b[(3 * s + i) * 6..][..6].try_into().expect("six columns")
-        };
-        array(|i| {
-            let u = dot(row(0, i), &w[0]);
-            row(1, i)
-                .iter()
-                .zip(&w[1])
-                .fold(u, |u, (&j, &v)| mul_add(u, j, v))
-        })
+        let mut u = [[T::ZERO; L]; 3];
+        for (i, ui) in u.iter_mut().enumerate() {
+            for s in 0..2 {
+                for c in 0..6 {
+                    *ui = mul_add(*ui, b[(3 * s + i) * 6 + c], w[s][c]);
+                }
+            }
+        }
+        u
     }
 
     #[inline(always)]
     fn transpose_times(b: &Self::Group, g: &[Lanes<T>; 3]) -> Velocities<T> {
-        array(|s| {
-            array(|c| {
-                let col = array(|i| b[(3 * s + i) * 6 + c]);
-                dot(&col, g)
-            })
-        })
+        let mut v = [[[T::ZERO; L]; 6]; 2];
+        for (s, side) in v.iter_mut().enumerate() {
+            for (c, vc) in side.iter_mut().enumerate() {
+                for i in 0..3 {
+                    *vc = mul_add(*vc, b[(3 * s + i) * 6 + c], g[i]);
+                }
+            }
+        }
+        v
     }
 }
 
@@ -125,42 +127,47 @@ impl<T: Real> Rows<T> for Compact {
     /// velocity (the normal row has none).
     #[inline(always)]
     fn times(b: &Self::Group, w: &Velocities<T>) -> [Lanes<T>; 3] {
-        let dv: [Lanes<T>; 3] = array(|c| sub(w[1][c], w[0][c]));
-        array(|i| {
-            let mut u = dot(b[3 * i..][..3].try_into().expect("three columns"), &dv);
+        let dv = [
+            sub(w[1][0], w[0][0]),
+            sub(w[1][1], w[0][1]),
+            sub(w[1][2], w[0][2]),
+        ];
+        let mut u = [[T::ZERO; L]; 3];
+        for (i, ui) in u.iter_mut().enumerate() {
+            *ui = mul(b[3 * i], dv[0]);
+            *ui = mul_add(*ui, b[3 * i + 1], dv[1]);
+            *ui = mul_add(*ui, b[3 * i + 2], dv[2]);
             if i > 0 {
                 for s in 0..2 {
                     for c in 0..3 {
-                        u = mul_add(u, b[angular(s) + 3 * (i - 1) + c], w[s][3 + c]);
+                        *ui = mul_add(*ui, b[angular(s) + 3 * (i - 1) + c], w[s][3 + c]);
                     }
                 }
             }
-            u
-        })
+        }
+        u
     }
 
     /// Linear: `∓Fᵀ g`; angular: the tangent rows' parts times `g_t`.
     #[inline(always)]
     fn transpose_times(b: &Self::Group, g: &[Lanes<T>; 3]) -> Velocities<T> {
-        let linear: [Lanes<T>; 3] = array(|c| {
-            let col = array(|i| b[3 * i + c]);
-            dot(&col, g)
-        });
-        array(|s| {
-            array(|c| {
-                if c < 3 {
-                    if s == 0 {
-                        array(|l| -linear[c][l])
-                    } else {
-                        linear[c]
-                    }
-                } else {
-                    let a = angular(s) + c - 3;
-                    let t = array(|l| b[a][l] * g[1][l]);
-                    mul_add(t, b[a + 3], g[2])
-                }
-            })
-        })
+        let mut v = [[[T::ZERO; L]; 6]; 2];
+        for c in 0..3 {
+            let mut x = mul(b[c], g[0]);
+            x = mul_add(x, b[3 + c], g[1]);
+            x = mul_add(x, b[6 + c], g[2]);
+            v[1][c] = x;
+            for l in 0..L {
+                v[0][c][l] = -x[l];
+            }
+        }
+        for (s, side) in v.iter_mut().enumerate() {
+            for c in 0..3 {
+                let a = angular(s) + c;
+                side[3 + c] = mul_add(mul(b[a], g[1]), b[a + 3], g[2]);
+            }
+        }
+        v
     }
 }
 
