@@ -602,7 +602,7 @@ impl<M: Method> GpuSession<M> {
             })
         };
         let report = if M::OUTER_COULOMB || refined {
-            coulomb::solve(M::NAME, sys, settings, solve)?
+            coulomb::solve(M::NAME, sys, settings, coulomb::Rounds::Exact, solve)?
         } else {
             solve(settings, None)?
         };

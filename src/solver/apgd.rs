@@ -116,8 +116,12 @@ impl Stateless for Apgd {
 
     fn solve_once(&self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
-        coulomb::solve_inexact(Self::NAME, sys, settings, |s, bias| {
-            Ok(self.solve_ccp(sys, s, bias))
-        })
+        coulomb::solve(
+            Self::NAME,
+            sys,
+            settings,
+            coulomb::Rounds::Inexact,
+            |s, bias| Ok(self.solve_ccp(sys, s, bias)),
+        )
     }
 }

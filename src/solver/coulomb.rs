@@ -3,17 +3,17 @@
 //! is the CCP of the same `N` with `r + (s, 0, 0)`: each outer round solves that QP from the
 //! previous impulses, then updates `s`, until the Coulomb natural map meets the tolerance.
 //!
-//! How far each round's QP is solved: to the tolerance ([`solve`]: for the interior point,
+//! How far each round's QP is solved: to the tolerance ([`Rounds::Exact`]: for the interior point,
 //! whose rounds cost a few iterations whatever they are asked, and for the GPU solvers'
 //! `f32` rounds, which stalled near `f32`'s reach when asked for half the residual —
-//! `spg-gpu` on NESpheres_10_1 at 1.3e-5), or inexactly ([`solve_inexact`], for the CPU's
+//! `spg-gpu` on NESpheres_10_1 at 1.3e-5), or inexactly ([`Rounds::Inexact`], for the CPU's
 //! first-order methods): to half the current Coulomb residual,
 //! never below the tolerance — Siconos' adaptive internal error strategy
 //! (`fc3d_set_internalsolver_tolerance`, there with an internal error ratio of 10). Solving
 //! an early round exactly spends the iteration budget on a QP whose `s` is still wrong: on
 //! `balls_in_box` (1000 spheres, 500 iterations a step) the settled steps ended at Coulomb
 //! residuals of 0.1–0.3 m/s (SPG) and 0.04–0.09 (APGD); a tenth of the residual gave
-//! 0.01–0.03 (SPG), a half 0.002–0.01 (both; 0.8 no better).
+//! 0.01–0.03 (SPG), a half 0.001–0.01 (both; 0.8 about the same).
 
 use std::time::Instant;
 
@@ -29,34 +29,23 @@ pub(crate) const STALL_ROUNDS: usize = 20;
 /// Share of the current Coulomb residual an inexact round's QP is solved to.
 const INNER_RATIO: f64 = 0.5;
 
+/// How far each outer round solves its QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rounds {
+    /// To the settings' tolerance.
+    Exact,
+    /// To [`INNER_RATIO`] times the current Coulomb residual, never below the tolerance.
+    Inexact,
+}
+
 /// Solves `sys` under `settings.friction` with `inner(settings, bias)`, a CCP solver of the
-/// problem with `r + bias` that honours `Settings::warm_start`, each round to the tolerance.
+/// problem with `r + bias` that honours `Settings::warm_start`, each round as `rounds` says.
 /// The CCP model goes straight to `inner`; an error of `inner` ends the solve.
 pub(crate) fn solve(
     name: &'static str,
     sys: &System,
     settings: &Settings,
-    inner: impl FnMut(&Settings, Bias) -> Result<Report>,
-) -> Result<Report> {
-    fixed_point(name, sys, settings, false, inner)
-}
-
-/// As [`solve`], each round's QP solved to [`INNER_RATIO`] times the current Coulomb
-/// residual (never below the tolerance).
-pub(crate) fn solve_inexact(
-    name: &'static str,
-    sys: &System,
-    settings: &Settings,
-    inner: impl FnMut(&Settings, Bias) -> Result<Report>,
-) -> Result<Report> {
-    fixed_point(name, sys, settings, true, inner)
-}
-
-fn fixed_point(
-    name: &'static str,
-    sys: &System,
-    settings: &Settings,
-    inexact: bool,
+    rounds: Rounds,
     mut inner: impl FnMut(&Settings, Bias) -> Result<Report>,
 ) -> Result<Report> {
     let frictional = sys
@@ -104,10 +93,9 @@ fn fixed_point(
                 bias[range.start] = mu * u[range.start + 1].hypot(u[range.start + 2]);
             }
         }
-        let tol = if inexact {
-            settings.tol.max(INNER_RATIO * settings.criterion.of(&res))
-        } else {
-            settings.tol
+        let tol = match rounds {
+            Rounds::Exact => settings.tol,
+            Rounds::Inexact => settings.tol.max(INNER_RATIO * settings.criterion.of(&res)),
         };
         let report = inner(
             &Settings {

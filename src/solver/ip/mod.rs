@@ -624,7 +624,7 @@ impl Session for IpSession {
         settings.validate(sys.rows())?;
         let params = self.params;
         if settings.friction != FrictionModel::Coulomb || !params.polish {
-            return coulomb::solve(IP_NAME, sys, settings, |s, bias| {
+            return coulomb::solve(IP_NAME, sys, settings, coulomb::Rounds::Exact, |s, bias| {
                 Ok(self.inner(sys, s, bias, &params, true))
             });
         }
@@ -652,9 +652,10 @@ impl Session for IpSession {
         let mut total: Option<Report> = None;
         for round in 0..COULOMB_ROUNDS {
             let params = if round == 0 { params } else { tight };
-            let mut report = coulomb::solve(IP_NAME, sys, &phase, |s, bias| {
-                Ok(self.inner(sys, s, bias, &params, false))
-            })?;
+            let mut report =
+                coulomb::solve(IP_NAME, sys, &phase, coulomb::Rounds::Exact, |s, bias| {
+                    Ok(self.inner(sys, s, bias, &params, false))
+                })?;
             if !settings.met(&report.residual) && polish::fits(sys.rows()) {
                 let t0 = Instant::now();
                 let map = polish::NaturalMap {
