@@ -674,6 +674,16 @@ fn simulate_says_which_pipeline_ran() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The GPU-resident step's Coulomb rounds reach `steps.csv` and the summary as the CPU's do.
+#[test]
+fn resident_steps_report_their_coulomb_rounds() {
+    let Some(_ctx) = context() else { return };
+    for solver in ["spg-gpu", "apgd-gpu"] {
+        let mean = common::checked_coulomb_rounds(&format!("rounds-{solver}"), solver, "coulomb");
+        assert!(mean > 0.0, "{solver}");
+    }
+}
+
 /// Two `simulate` runs of the same scene on the GPU-resident step write the same physics
 /// columns of `steps.csv` bit for bit (everything but the timings), with each solver it
 /// takes.

@@ -97,6 +97,18 @@ fn box_on_an_incline_sticks_then_slides() {
     );
 }
 
+/// `steps.csv` and the summary count the Coulomb model's outer De Saxcé rounds of the CPU's
+/// `spg` and `apgd` (at least one per step with contacts) and none under CCP.
+#[test]
+fn simulate_reports_the_coulomb_rounds_per_step() {
+    for solver in ["spg", "apgd"] {
+        let mean = common::checked_coulomb_rounds(&format!("rounds-{solver}"), solver, "coulomb");
+        assert!(mean > 0.0, "{solver}");
+        let none = common::checked_coulomb_rounds(&format!("ccp-{solver}"), solver, "ccp");
+        assert_eq!(none, 0.0, "{solver}");
+    }
+}
+
 /// A chain of 10 rods on spherical joints swings for 5 s from 30° off the vertical; every
 /// link keeps its length (the distance between its two joints) within 1e-4 m. The velocity-
 /// level scheme leaves an O(h² v²/L) violation per step that the stabilization `b = C/h`

@@ -111,6 +111,9 @@ pub struct Summary {
     pub mean_iterations: f64,
     /// Most solver iterations in a step.
     pub max_iterations: usize,
+    /// Mean outer rounds of the Coulomb model's De Saxcé fixed point per step (0 under the
+    /// CCP model).
+    pub mean_rounds: f64,
     /// Largest velocity residual of a step's answer, m/s.
     pub max_residual: f64,
     /// The solver's tolerance, on `criterion`.
@@ -362,7 +365,7 @@ fn steps_of(
         None => None,
     };
     let mut frames = Vec::new();
-    let mut total_iterations = 0;
+    let (mut total_iterations, mut total_rounds) = (0, 0);
     let ctx = snapshots.as_ref().map(RunFrames::context);
     let mut resident = resident_for(world, solver, outputs, summary, ctx)?;
     let first = world.steps;
@@ -409,6 +412,7 @@ fn steps_of(
             summary.max_contacts = summary.max_contacts.max(stats.contacts);
             summary.bilateral_rows = stats.bilateral_rows;
             total_iterations += stats.iterations;
+            total_rounds += stats.rounds;
             summary.max_iterations = summary.max_iterations.max(stats.iterations);
             summary.max_residual = summary.max_residual.max(stats.residual);
             summary.max_penetration = summary.max_penetration.max(stats.max_penetration);
@@ -484,6 +488,7 @@ fn steps_of(
     }
     summary.simulated_time = world.time;
     summary.mean_iterations = total_iterations as f64 / summary.steps.max(1) as f64;
+    summary.mean_rounds = total_rounds as f64 / summary.steps.max(1) as f64;
     summary.host_s = host_s / summary.steps.max(1) as f64;
     summary.wall_s = start.elapsed().as_secs_f64();
     Ok(())

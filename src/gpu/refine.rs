@@ -702,6 +702,7 @@ pub(crate) fn refine(
         trace,
         phases,
         refinements: rounds,
+        rounds: 0,
     })
 }
 

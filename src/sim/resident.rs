@@ -386,6 +386,7 @@ impl<E: Executor> Resident<E> {
             contacts: s.contacts,
             bilateral_rows: 0,
             iterations: s.iterations,
+            rounds: s.rounds,
             residual: s.velocity_residual,
             max_penetration: s.max_penetration,
             kinetic_energy: s.kinetic_energy,

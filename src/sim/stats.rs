@@ -19,6 +19,9 @@ pub struct StepStats {
     pub bilateral_rows: usize,
     /// Iterations the solver ran.
     pub iterations: usize,
+    /// Outer rounds of the Coulomb model's De Saxcé fixed point among those iterations (0
+    /// under the CCP model).
+    pub rounds: usize,
     /// The velocity residual of the solver's answer (`Residual::velocity`, m/s).
     pub residual: f64,
     /// Largest penetration depth among the contacts, m (0 when none penetrate).

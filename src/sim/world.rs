@@ -886,6 +886,7 @@ impl World {
             contacts,
             bilateral_rows,
             iterations: report.iterations,
+            rounds: report.rounds,
             residual: report.residual.velocity,
             max_penetration,
             kinetic_energy: self

@@ -73,7 +73,7 @@ pub(crate) fn solve(
     };
     let (mut res, mut u) = coulomb(&gamma);
     let mut best = BestRound::new(settings, res, &gamma);
-    let (mut iterations, mut products, mut refinements) = (0, 0, 0);
+    let (mut iterations, mut products, mut refinements, mut rounds_run) = (0, 0, 0, 0);
     let mut trace: Vec<TraceEntry> = Vec::new();
     let mut phases = Vec::new();
     let mut status = Status::MaxIterations;
@@ -115,6 +115,7 @@ pub(crate) fn solve(
             ..*t
         }));
         iterations += report.iterations.max(1);
+        rounds_run += 1;
         refinements += report.refinements;
         for p in &report.phases {
             add_phase(&mut phases, &p.name, p.time_s);
@@ -147,5 +148,6 @@ pub(crate) fn solve(
         trace,
         phases,
         refinements,
+        rounds: rounds_run,
     })
 }

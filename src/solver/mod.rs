@@ -273,6 +273,10 @@ pub struct Report {
     /// (`gpu::refine`); 0 for the others.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub refinements: usize,
+    /// Outer rounds of the Coulomb model's De Saxcé fixed point (`solver::coulomb`), each an
+    /// inner CCP solve; 0 under the CCP model and for the solvers without rounds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rounds: usize,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -242,6 +242,7 @@ impl<'a> Progress<'a> {
             trace: self.trace,
             phases: Vec::new(),
             refinements: 0,
+            rounds: 0,
         }
     }
 }

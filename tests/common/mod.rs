@@ -161,3 +161,60 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 }
+
+/// Runs `simulate` on 64 spheres of `balls_in_box` for 25 steps with `solver` under the
+/// friction model `model`, and checks the Coulomb rounds it reports: every step with
+/// contacts and iterations under Coulomb ran at least one outer round and no more than its
+/// iterations, no step ran any under CCP or without iterations, and the summary's `mean_rounds` is the mean
+/// of `steps.csv`'s `rounds` column. Returns that mean.
+pub fn checked_coulomb_rounds(name: &str, solver: &str, model: &str) -> f64 {
+    let dir = fresh_dir(name);
+    let scene = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenes/balls_in_box.toml");
+    let model = format!("settings.friction_model={model}");
+    let json = run_cli_json([
+        "simulate".as_ref(),
+        scene.as_os_str(),
+        "--solver".as_ref(),
+        solver.as_ref(),
+        "--steps".as_ref(),
+        "25".as_ref(),
+        "--set".as_ref(),
+        "lattice.0.count=64".as_ref(),
+        "--set".as_ref(),
+        model.as_ref(),
+        "--snapshot-every".as_ref(),
+        "0".as_ref(),
+        "--json-summary".as_ref(),
+        "--out".as_ref(),
+        dir.as_os_str(),
+    ]);
+    let csv = std::fs::read_to_string(dir.join("steps.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (contacts, iterations, rounds) =
+        (column("contacts"), column("iterations"), column("rounds"));
+    let coulomb = model.ends_with("coulomb");
+    let mut total = 0;
+    let mut steps = 0;
+    for line in lines {
+        let f: Vec<usize> = line
+            .split(',')
+            .enumerate()
+            .filter(|(i, _)| [contacts, iterations, rounds].contains(i))
+            .map(|(_, v)| v.parse().unwrap())
+            .collect();
+        let (n, it, r) = (f[0], f[1], f[2]);
+        if coulomb && n > 0 && it > 0 {
+            assert!((1..=it).contains(&r), "{solver}: {line}");
+        } else {
+            assert_eq!(r, 0, "{solver} {model}: {line}");
+        }
+        total += r;
+        steps += 1;
+    }
+    assert_eq!(steps, 25);
+    let mean = json["mean_rounds"].as_f64().unwrap();
+    assert_eq!(mean, total as f64 / 25.0, "{solver}");
+    mean
+}

@@ -14,19 +14,20 @@ use crate::sim::StepStats;
 
 /// The header line of the CSV file (without the line break), in the order of the fields of
 /// [`StepStats`].
-pub const HEADER: &str = "step,time,bodies,contacts,bilateral_rows,iterations,residual,\
+pub const HEADER: &str = "step,time,bodies,contacts,bilateral_rows,iterations,rounds,residual,\
                           max_penetration,kinetic_energy,collision_s,assembly_s,solve_s,status";
 
 /// The CSV line of `s` (without the line break), columns as in [`HEADER`].
 fn csv_line(s: &StepStats) -> String {
     format!(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         s.step,
         s.time,
         s.bodies,
         s.contacts,
         s.bilateral_rows,
         s.iterations,
+        s.rounds,
         s.residual,
         s.max_penetration,
         s.kinetic_energy,
@@ -122,6 +123,7 @@ mod tests {
             contacts: 3 * step,
             bilateral_rows: step,
             iterations: 100 + step,
+            rounds: step / 2,
             residual: 1e-9 / 3.0 * (k + 1.0),
             max_penetration: 1.0 / 7.0 * k,
             kinetic_energy: 12345.678901234567 + k,
@@ -135,7 +137,7 @@ mod tests {
     /// Parses one CSV line back into statistics.
     fn parse(line: &str) -> StepStats {
         let f: Vec<&str> = line.split(',').collect();
-        assert_eq!(f.len(), 13, "{line}");
+        assert_eq!(f.len(), 14, "{line}");
         let int = |i: usize| f[i].parse::<usize>().unwrap();
         let real = |i: usize| f[i].parse::<f64>().unwrap();
         StepStats {
@@ -145,13 +147,14 @@ mod tests {
             contacts: int(3),
             bilateral_rows: int(4),
             iterations: int(5),
-            residual: real(6),
-            max_penetration: real(7),
-            kinetic_energy: real(8),
-            collision_s: real(9),
-            assembly_s: real(10),
-            solve_s: real(11),
-            status: serde_json::from_str(&format!("\"{}\"", f[12])).unwrap(),
+            rounds: int(6),
+            residual: real(7),
+            max_penetration: real(8),
+            kinetic_energy: real(9),
+            collision_s: real(10),
+            assembly_s: real(11),
+            solve_s: real(12),
+            status: serde_json::from_str(&format!("\"{}\"", f[13])).unwrap(),
         }
     }
 

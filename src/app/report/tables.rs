@@ -26,11 +26,12 @@ pub fn reports(sys: &System, reports: &[Report]) -> String {
     let opt = |f: fn(&Report) -> Option<f64>| {
         col(&|r| f(r).map_or("-".to_string(), |x| format!("{x:.3e}")))
     };
-    let rows: [(&str, Vec<String>); 13] = [
+    let rows: [(&str, Vec<String>); 14] = [
         ("solver", col(&|r| r.solver.clone())),
         ("status", col(&|r| r.status.to_string())),
         ("iterations", col(&|r| r.iterations.to_string())),
         ("refinements", col(&|r| r.refinements.to_string())),
+        ("coulomb rounds", col(&|r| r.rounds.to_string())),
         ("time [s]", num(|r| r.time_s)),
         ("natural map ∞", num(|r| r.merit.natural_map_inf)),
         ("natural map 2", num(|r| r.merit.natural_map_2)),
@@ -66,6 +67,9 @@ pub fn report_json(r: &Report) -> serde_json::Value {
     if r.refinements > 0 {
         out["refinements"] = json!(r.refinements);
     }
+    if r.rounds > 0 {
+        out["rounds"] = json!(r.rounds);
+    }
     out
 }
 
@@ -84,10 +88,7 @@ pub fn summary(s: &Summary, dir: &Path) -> String {
         ),
         ("contacts (max)", s.max_contacts.to_string()),
         ("bilateral rows", s.bilateral_rows.to_string()),
-        (
-            "iterations",
-            format!("{:.1} mean, {} max", s.mean_iterations, s.max_iterations),
-        ),
+        ("iterations", iterations_line(s)),
         ("residual (max)", format!("{:.3e}", s.max_residual)),
         ("convergence", s.convergence_line()),
         ("penetration (max)", format!("{:.3e} m", s.max_penetration)),
@@ -114,6 +115,16 @@ pub fn summary(s: &Summary, dir: &Path) -> String {
         out += &format!("{:<18} {stopped}\n", "stopped at");
     }
     out
+}
+
+/// Mean and most iterations per step, and the mean Coulomb rounds where there were any.
+fn iterations_line(s: &Summary) -> String {
+    let line = format!("{:.1} mean, {} max", s.mean_iterations, s.max_iterations);
+    if s.mean_rounds > 0.0 {
+        format!("{line}, {:.1} Coulomb rounds mean", s.mean_rounds)
+    } else {
+        line
+    }
 }
 
 /// The pipeline of a run, and why a GPU solver did not take the GPU-resident step.

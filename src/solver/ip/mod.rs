@@ -576,6 +576,7 @@ impl IpSession {
             trace,
             phases,
             refinements: 0,
+            rounds: 0,
         })
     }
 
@@ -606,6 +607,7 @@ impl IpSession {
                     trace: Vec::new(),
                     phases: Vec::new(),
                     refinements: 0,
+                    rounds: 0,
                 }
             })
     }

@@ -348,6 +348,7 @@ fn finish(
         }],
         phases: Vec::new(),
         refinements: 0,
+        rounds: 0,
     };
     if verify && status == Status::Converged && !meets(&report, settings) {
         report.status = Status::NumericalError;
