@@ -173,7 +173,7 @@ mod tests {
         assert_eq!(
             lines.next(),
             Some(
-                "step,time,bodies,contacts,bilateral_rows,iterations,residual,max_penetration,\
+                "step,time,bodies,contacts,bilateral_rows,iterations,rounds,residual,max_penetration,\
                  kinetic_energy,collision_s,assembly_s,solve_s,status"
             )
         );
