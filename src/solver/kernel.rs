@@ -534,6 +534,17 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
         for (i, (g, o)) in gs.iter().zip(out).enumerate() {
             let gi = first + i;
             let grp = &self.groups[gi];
+            // `M⁻¹` of the group's bodies in lanes, loaded ahead of the arithmetic that
+            // needs it last (its random reads then overlap the work before).
+            let mut inv_mass: Velocities<T> = [[[T::ZERO; L]; 6]; 2];
+            for (side, bodies) in inv_mass.iter_mut().zip(&grp.bodies) {
+                for (l, &b) in bodies.iter().enumerate() {
+                    let m = &self.inv_mass[b as usize];
+                    for c in 0..6 {
+                        side[c][l] = m[c];
+                    }
+                }
+            }
             let cone = Cones::of(&grp.mu);
             let before = self.measure(gi, &cone, g, plain, &mut sums);
             // The colours before this one have moved `w` since the sweep began.
@@ -549,15 +560,20 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
                 lanes::sub(o[1], g[1]),
                 lanes::sub(o[2], g[2]),
             ];
-            let d = J::transpose_times(&grp.jac, &delta);
+            let mut d = J::transpose_times(&grp.jac, &delta);
+            for (side, m) in d.iter_mut().zip(&inv_mass) {
+                for c in 0..6 {
+                    side[c] = lanes::mul(side[c], m[c]);
+                }
+            }
             for (side, bodies) in d.iter().zip(&grp.bodies) {
                 for (l, &b) in bodies.iter().enumerate() {
                     if b == ground {
                         continue;
                     }
-                    let (wb, m) = (&w.0[b as usize], &self.inv_mass[b as usize]);
+                    let wb = &w.0[b as usize];
                     for c in 0..6 {
-                        T::store(&wb[c], T::load(&wb[c]) + m[c] * side[c][l]);
+                        T::store(&wb[c], T::load(&wb[c]) + side[c][l]);
                     }
                 }
             }
