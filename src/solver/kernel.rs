@@ -189,8 +189,9 @@ const W: usize = 8;
 /// Where the Jacobi pass writes: the next iterate and its products `J_{k,s}ᵀ γ_k`.
 type JacobiOut<'a, T> = (&'a mut [Impulses<T>], &'a mut [Velocities<T>]);
 
-/// The body velocities `w` as the block passes read them: plain values for Jacobi (written
-/// by the body pass only), atomic cells for the coloured sweep ([`Shared`]).
+/// The body velocities `w` as the block passes read them: plain values (Jacobi's, written
+/// by the body pass only; the coloured sweep's copy of its cells at the sweep's start, for
+/// the residual), atomic cells for the coloured sweep's steps ([`Shared`]).
 trait Cells<T: Real>: Sync {
     /// The record of body `b`.
     fn get(&self, b: u32) -> [T; W];
