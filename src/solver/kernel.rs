@@ -16,17 +16,21 @@
 //! - Per body: the diagonal of `M⁻¹` and the list of its (block, side) pairs; the body
 //!   velocities `w = M⁻¹ Jᵀ γ`, 6 values padded to 8 (one cache line in `f64`), plain
 //!   values for Jacobi, atomic cells for the coloured sweep, whose blocks of one colour
-//!   update them in parallel (no two share a body).
+//!   update them in parallel (no two share a body), with a plain copy of their values at
+//!   the sweep's start.
 //!
 //! `M⁻¹ Jᵀ` is not stored. Jacobi's pass over the groups computes, with the rows already in
 //! registers, the new `γ_k` and its products `J_{k,s}ᵀ γ_k` (one 6-vector per side), stored
 //! in lane order as the lanes compute them (no transpose); the body pass then sums each
-//! body's products and scales by its `M⁻¹`. So an iteration reads the Jacobian once. Every
-//! loop the dispatched functions run is an `#[inline(always)]` function or a plain loop:
-//! a closure there may be left out of line by LLVM and compiled for the baseline (SSE2),
-//! which halved the `f64` pass's speed before. The residual of an iterate is accumulated by the pass that reads its
-//! velocity, lane-wise in `T` within a task's chunk and in `f64` across chunks; the
-//! reported residual of the returned iterate is recomputed in `f64` on the system
+//! body's products and scales by its `M⁻¹`. So an iteration reads the Jacobian once; so
+//! does a coloured sweep, whose blocks measure the residual of the iterate they start from
+//! with the plain copy of `w` before their step reads the cells. Every loop the dispatched
+//! functions run is an `#[inline(always)]` function or a plain loop: a closure there may
+//! be left out of line by LLVM and compiled for the baseline (SSE2), which halved the
+//! `f64` pass's speed before. The residual of an iterate is accumulated by the pass that
+//! reads its velocity, lane-wise in `T` within a task's chunk and in `f64` across chunks
+//! (in the coloured sweep, chunk by chunk within a colour, colour by colour); the reported
+//! residual of the returned iterate is recomputed in `f64` on the system
 //! ([`merit::residual`]).
 
 use std::ops::Range;
@@ -185,8 +189,9 @@ const W: usize = 8;
 /// Where the Jacobi pass writes: the next iterate and its products `J_{k,s}ᵀ γ_k`.
 type JacobiOut<'a, T> = (&'a mut [Impulses<T>], &'a mut [Velocities<T>]);
 
-/// The body velocities `w` as the block passes read them: plain values for Jacobi (written
-/// by the body pass only), atomic cells for the coloured sweep ([`Shared`]).
+/// The body velocities `w` as the block passes read them: plain values (Jacobi's, written
+/// by the body pass only; the coloured sweep's copy of its cells at the sweep's start, for
+/// the residual), atomic cells for the coloured sweep's steps ([`Shared`]).
 trait Cells<T: Real>: Sync {
     /// The record of body `b`.
     fn get(&self, b: u32) -> [T; W];
@@ -508,47 +513,73 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
         sums.total()
     }
 
-    /// The residual sums at the groups `gs` (from group `first`).
+    /// The coloured Gauss–Seidel step of the groups `gs` (from group `first`, one colour,
+    /// the first colour of the sweep when `first_colour`) into `out`, each followed by its
+    /// update of the cells `w`; returns the residual sums at `gs`, measured with `plain`,
+    /// the velocities `w` had before the sweep (on the group's record already loaded for
+    /// the step: no pass of its own).
     #[inline(always)]
-    fn measure_chunk(&self, first: usize, gs: &[Impulses<T>], w: &[[T; W]]) -> Sums {
-        let mut sums = LaneSums::ZERO;
-        for (i, g) in gs.iter().enumerate() {
-            let cone = Cones::of(&self.groups[first + i].mu);
-            self.measure(first + i, &cone, g, w, &mut sums);
-        }
-        sums.total()
-    }
-
-    /// The Gauss–Seidel step of the groups `gs` (from group `first`, one colour) in place,
-    /// each followed by its update of `w`.
-    #[inline(always)]
-    fn sweep_chunk(&self, first: usize, gs: &mut [Impulses<T>], w: &Shared<T>, omega: T) {
+    fn sweep_chunk(&self, task: SweepChunk<'_, T, J>) -> Sums {
+        let SweepChunk {
+            first,
+            first_colour,
+            gs,
+            out,
+            plain,
+            w,
+            omega,
+            ..
+        } = task;
         let ground = (self.inv_mass.len() - 1) as u32;
-        for (i, g) in gs.iter_mut().enumerate() {
+        let mut sums = LaneSums::ZERO;
+        for (i, (g, o)) in gs.iter().zip(out).enumerate() {
             let gi = first + i;
             let grp = &self.groups[gi];
-            let (_, u_hat) = self.velocity(gi, g, w);
+            // `M⁻¹` of the group's bodies in lanes, loaded ahead of the arithmetic that
+            // needs it last (its random reads then overlap the work before).
+            let mut inv_mass: Velocities<T> = [[[T::ZERO; L]; 6]; 2];
+            for (side, bodies) in inv_mass.iter_mut().zip(&grp.bodies) {
+                for (l, &b) in bodies.iter().enumerate() {
+                    let m = &self.inv_mass[b as usize];
+                    for c in 0..6 {
+                        side[c][l] = m[c];
+                    }
+                }
+            }
+            let cone = Cones::of(&grp.mu);
+            let before = self.measure(gi, &cone, g, plain, &mut sums);
+            // The colours before this one have moved `w` since the sweep began.
+            let u_hat = if first_colour {
+                before
+            } else {
+                self.velocity(gi, g, w).1
+            };
             let s = lanes::mul([omega; L], grp.eta);
-            let next = Self::step(&Cones::of(&grp.mu), g, &u_hat, &s);
+            *o = Self::step(&cone, g, &u_hat, &s);
             let delta = [
-                lanes::sub(next[0], g[0]),
-                lanes::sub(next[1], g[1]),
-                lanes::sub(next[2], g[2]),
+                lanes::sub(o[0], g[0]),
+                lanes::sub(o[1], g[1]),
+                lanes::sub(o[2], g[2]),
             ];
-            *g = next;
-            let d = J::transpose_times(&grp.jac, &delta);
+            let mut d = J::transpose_times(&grp.jac, &delta);
+            for (side, m) in d.iter_mut().zip(&inv_mass) {
+                for c in 0..6 {
+                    side[c] = lanes::mul(side[c], m[c]);
+                }
+            }
             for (side, bodies) in d.iter().zip(&grp.bodies) {
                 for (l, &b) in bodies.iter().enumerate() {
                     if b == ground {
                         continue;
                     }
-                    let (wb, m) = (&w.0[b as usize], &self.inv_mass[b as usize]);
+                    let wb = &w.0[b as usize];
                     for c in 0..6 {
-                        T::store(&wb[c], T::load(&wb[c]) + m[c] * side[c][l]);
+                        T::store(&wb[c], T::load(&wb[c]) + side[c][l]);
                     }
                 }
             }
         }
+        sums.total()
     }
 
     /// One pass over the groups at `gamma` with body velocities `w = M⁻¹ Jᵀ γ`: the
@@ -581,26 +612,9 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
         parts.into_iter().fold(Sums::default(), Sums::merge)
     }
 
-    /// The residual sums of the groups at `gamma` with body velocities `w = M⁻¹ Jᵀ γ`.
-    fn measure_pass(&self, gamma: &[Impulses<T>], w: &[[T; W]]) -> Sums {
-        let parts: Vec<Sums> = gamma
-            .par_chunks(CHUNK)
-            .enumerate()
-            .map(|(c, gs)| {
-                self.arch.dispatch(MeasureChunk {
-                    kernel: self,
-                    first: c * CHUNK,
-                    gs,
-                    w,
-                })
-            })
-            .collect();
-        parts.into_iter().fold(Sums::default(), Sums::merge)
-    }
-
     /// The values of the cells `shared` in `w` (every body but the ground), for the
-    /// residual pass after a coloured sweep: its gathers are then vector loads, which
-    /// atomic loads never are (`T::load` is one scalar load per value).
+    /// residual measured in the next coloured sweep: its gathers are then vector loads,
+    /// which atomic loads never are (`T::load` is one scalar load per value).
     fn unshare(&self, shared: &Shared<T>, w: &mut [[T; W]]) {
         w.par_chunks_mut(CHUNK * L)
             .zip(shared.0.par_chunks(CHUNK * L))
@@ -611,25 +625,44 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
             });
     }
 
-    /// One coloured Gauss–Seidel sweep in place: each colour's groups in parallel, each
-    /// moved with the current `w`, which it then updates, `w_b += M⁻¹_b J_{k,s}ᵀ Δγ_k`
-    /// (no two blocks of a colour share a body, so no two lanes either).
-    fn colored_sweep(&self, gamma: &mut [Impulses<T>], w: &Shared<T>, omega: T) {
-        for range in &self.colours {
+    /// One coloured Gauss–Seidel sweep from `gamma` into `next`: each colour's groups in
+    /// parallel, each moved with the current cells `w`, which it then updates,
+    /// `w_b += M⁻¹_b J_{k,s}ᵀ Δγ_k` (no two blocks of a colour share a body, so no two
+    /// lanes either). `plain` holds `w = M⁻¹ Jᵀ γ` at `gamma`, the cells' values before
+    /// the sweep: each block measures its residual at `gamma` with it (as Jacobi's pass
+    /// does), so the residual needs no pass of its own. Returns the residual sums at
+    /// `gamma`, added colour by colour.
+    fn colored_pass(
+        &self,
+        gamma: &[Impulses<T>],
+        plain: &[[T; W]],
+        w: &Shared<T>,
+        omega: T,
+        next: &mut [Impulses<T>],
+    ) -> Sums {
+        let mut sums = Sums::default();
+        for (colour, range) in self.colours.iter().enumerate() {
             let start = range.start;
-            gamma[range.clone()]
+            let parts: Vec<Sums> = next[range.clone()]
                 .par_chunks_mut(CHUNK)
+                .zip(gamma[range.clone()].par_chunks(CHUNK))
                 .enumerate()
-                .for_each(|(c, gs)| {
+                .map(|(c, (out, gs))| {
                     self.arch.dispatch(SweepChunk {
                         kernel: self,
                         first: start + c * CHUNK,
+                        first_colour: colour == 0,
                         gs,
+                        out,
+                        plain,
                         w,
                         omega,
                     })
-                });
+                })
+                .collect();
+            sums = parts.into_iter().fold(sums, Sums::merge);
         }
+        sums
     }
 }
 
@@ -675,39 +708,24 @@ impl<T: Real, J: Rows<T>> pulp::WithSimd for JacobiChunk<'_, T, J> {
     }
 }
 
-/// A chunk of the residual pass ([`Kernel::measure_chunk`]).
-struct MeasureChunk<'a, T: Real, J: Rows<T>> {
-    kernel: &'a Kernel<T, J>,
-    first: usize,
-    gs: &'a [Impulses<T>],
-    w: &'a [[T; W]],
-}
-
-impl<T: Real, J: Rows<T>> pulp::WithSimd for MeasureChunk<'_, T, J> {
-    type Output = Sums;
-
-    #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _: S) -> Sums {
-        self.kernel.measure_chunk(self.first, self.gs, self.w)
-    }
-}
-
 /// A chunk of one colour of the coloured sweep ([`Kernel::sweep_chunk`]).
 struct SweepChunk<'a, T: Real, J: Rows<T>> {
     kernel: &'a Kernel<T, J>,
     first: usize,
-    gs: &'a mut [Impulses<T>],
+    first_colour: bool,
+    gs: &'a [Impulses<T>],
+    out: &'a mut [Impulses<T>],
+    plain: &'a [[T; W]],
     w: &'a Shared<T>,
     omega: T,
 }
 
 impl<T: Real, J: Rows<T>> pulp::WithSimd for SweepChunk<'_, T, J> {
-    type Output = ();
+    type Output = Sums;
 
     #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _: S) {
-        self.kernel
-            .sweep_chunk(self.first, self.gs, self.w, self.omega)
+    fn with_simd<S: pulp::Simd>(self, _: S) -> Sums {
+        self.kernel.sweep_chunk(self)
     }
 }
 
@@ -788,17 +806,15 @@ fn run<T: Real, J: Rows<T>>(job: &Job) -> Report {
     let jacobi = sweep == Sweep::Jacobi;
     // The coloured sweep updates `w` in place, block by block: atomic cells.
     let shared = (!jacobi).then(|| Shared::<T>(w.iter().map(|v| v.map(T::atomic)).collect()));
-    let measure = |cur: &[Impulses<T>],
-                   next: &mut [Impulses<T>],
-                   products: &mut [Velocities<T>],
-                   w: &[[T; W]]| {
-        if jacobi {
-            kernel.jacobi_pass(cur, w, omega, (next, products))
-        } else {
-            kernel.measure_pass(cur, w)
-        }
+    // A pass measures the residual at `cur` and writes the next iterate into `next`.
+    let pass = |cur: &[Impulses<T>],
+                next: &mut [Impulses<T>],
+                products: &mut [Velocities<T>],
+                w: &[[T; W]]| match &shared {
+        None => kernel.jacobi_pass(cur, w, omega, (next, products)),
+        Some(shared) => kernel.colored_pass(cur, w, shared, omega, next),
     };
-    let sums = measure(&cur, &mut next, &mut products, &w);
+    let sums = pass(&cur, &mut next, &mut products, &w);
     let (mut progress, mut status) = Progress::new(settings, &gamma0, sums.residual(kernel.r_norm));
     if settings.max_iter == 0 && status.is_none() {
         status = Some(Status::MaxIterations);
@@ -808,24 +824,21 @@ fn run<T: Real, J: Rows<T>>(job: &Job) -> Report {
         if let Some(status) = status {
             break status;
         }
-        if let Some(shared) = &shared {
-            kernel.colored_sweep(&mut cur, shared, omega);
-            kernel.unshare(shared, &mut w[..bodies]);
-        } else {
+        std::mem::swap(&mut cur, &mut next);
+        match &shared {
             // The last pass left `J_{k,s}ᵀ next_k` in `products`.
-            std::mem::swap(&mut cur, &mut next);
-            kernel.body_velocities(&products, &mut w[..bodies]);
+            None => kernel.body_velocities(&products, &mut w[..bodies]),
+            // And the cells hold `w` at `next`.
+            Some(shared) => kernel.unshare(shared, &mut w[..bodies]),
         }
-        let sums = measure(&cur, &mut next, &mut products, &w);
+        let sums = pass(&cur, &mut next, &mut products, &w);
         let passes = if jacobi { 1 } else { 2 };
         let res = sums.residual(kernel.r_norm);
         let improved;
         (status, improved) = progress.observe(res, sums.g_inf, 1, passes);
-        if improved && jacobi {
+        if improved {
             // The next iterate is already in `next`: `cur` can be kept without a copy.
             std::mem::swap(&mut best, &mut cur);
-        } else if improved {
-            best.copy_from_slice(&cur);
         }
     };
     let returned = if status == Status::Converged {
@@ -849,11 +862,10 @@ fn run<T: Real, J: Rows<T>>(job: &Job) -> Report {
 /// `w` written once and read once (`8 + (VALUES + 11) t` per block plus `18 t` per body:
 /// 312 B in `f64` and 160 B in `f32` on the compact rows of a cubic packing, 3 contacts
 /// per body); the model adds the gathers (12 values per block, mostly cache hits) and
-/// the products (12 written per block, 6 read per link). The coloured sweep: per block its record, the gathers of
-/// `w` and the new `γ_k`; per link `M⁻¹` and `w` read and `w` written; then the copy of
-/// the cells `w` into plain values (per body 6 read, 6 written), the residual pass (the
-/// record and the gathers again) and the copy of the best iterate when the residual
-/// improves (counted every iteration; Jacobi keeps it by swapping buffers).
+/// the products (12 written per block, 6 read per link). The coloured sweep: the copy of
+/// the cells `w` into plain values (per body 6 read, 6 written); per block its record,
+/// the gathers of `w` twice (the plain values for the residual, the cells for the step)
+/// and the new `γ_k`; per link `M⁻¹` and `w` read and `w` written.
 pub(crate) fn traffic(
     sys: &System,
     sweep: Sweep,
@@ -892,16 +904,12 @@ pub(crate) fn traffic(
         ],
         Sweep::Colored => vec![
             Term {
-                what: "sweep",
-                bytes: blocks * (record + 3 * t) + links * 18 * t,
+                what: "w copy",
+                bytes: bodies * 12 * t,
             },
             Term {
-                what: "Jw, residual",
-                bytes: bodies * 12 * t + blocks * record,
-            },
-            Term {
-                what: "best copy",
-                bytes: blocks * 6 * t,
+                what: "residual, sweep",
+                bytes: blocks * (record + 12 * t + 3 * t) + links * 18 * t,
             },
         ],
     };
