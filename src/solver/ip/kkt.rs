@@ -81,18 +81,21 @@ pub(crate) const DENSE_DIM: usize = 32;
 /// The numeric factorization of one KKT pattern.
 enum Factor {
     /// faer's sparse LDLᵀ on the symbolic analysis of the pattern.
-    Sparse {
-        symbolic: Arc<SymbolicCholesky<usize>>,
-        l_vals: Vec<f64>,
-        mem: MemBuffer,
-        /// faer's parallelism: rayon's pool (supernodal factorization and solves) from
-        /// [`PARALLEL_DIM`] unknowns, sequential below.
-        par: Par,
-    },
+    Sparse(SparseLdlt),
     /// A dense LDLᵀ without pivoting (the quasi-definite matrix needs none; Vanderbei 1995),
     /// `L` strictly below the diagonal and `D` on it, row-major `dim × dim`; `w` a row of
     /// workspace.
     Dense { l: Vec<f64>, w: Vec<f64> },
+}
+
+/// faer's sparse LDLᵀ: the symbolic analysis, the factor's values and faer's workspace.
+struct SparseLdlt {
+    symbolic: Arc<SymbolicCholesky<usize>>,
+    l_vals: Vec<f64>,
+    mem: MemBuffer,
+    /// faer's parallelism: rayon's pool (supernodal factorization and solves) from
+    /// [`PARALLEL_DIM`] unknowns, sequential below.
+    par: Par,
 }
 
 /// The KKT matrix of one problem, its index map and its factorization.
@@ -229,12 +232,12 @@ impl Kkt {
             let req = symbolic
                 .factorize_numeric_ldlt_scratch::<f64>(par, Default::default())
                 .or(symbolic.solve_in_place_scratch::<f64>(1, par));
-            Factor::Sparse {
+            Factor::Sparse(SparseLdlt {
                 l_vals: vec![0.0; symbolic.len_val()],
                 symbolic,
                 mem: MemBuffer::new(req),
                 par,
-            }
+            })
         };
         let nnz = row_idx.len();
         let kkt = Kkt {
@@ -293,12 +296,7 @@ impl Kkt {
         }
         let dim = self.scale.len();
         match &mut self.factor {
-            Factor::Sparse {
-                symbolic,
-                l_vals,
-                mem,
-                par,
-            } => {
+            Factor::Sparse(f) => {
                 let pattern = SymbolicSparseColMatRef::new_checked(
                     dim,
                     dim,
@@ -307,9 +305,9 @@ impl Kkt {
                     &self.row_idx,
                 );
                 let a = SparseColMatRef::new(pattern, &self.fact_vals);
-                symbolic
+                f.symbolic
                     .factorize_numeric_ldlt(
-                        l_vals,
+                        &mut f.l_vals,
                         a,
                         Side::Upper,
                         LdltRegularization {
@@ -317,8 +315,8 @@ impl Kkt {
                             dynamic_regularization_delta: DYNAMIC_DELTA,
                             dynamic_regularization_epsilon: DYNAMIC_EPS,
                         },
-                        *par,
-                        MemStack::new(mem),
+                        f.par,
+                        MemStack::new(&mut f.mem),
                         Default::default(),
                     )
                     .map_err(|e| Error::Factorization(format!("KKT LDLᵀ: {e:?}")))?;
@@ -421,18 +419,13 @@ impl Kkt {
     fn back_solve(&mut self, x: &mut [f64]) {
         let dim = x.len();
         match &mut self.factor {
-            Factor::Sparse {
-                symbolic,
-                l_vals,
-                mem,
-                par,
-            } => {
-                let ldlt = LdltRef::<usize, f64>::new(symbolic, l_vals);
+            Factor::Sparse(f) => {
+                let ldlt = LdltRef::<usize, f64>::new(&f.symbolic, &f.l_vals);
                 ldlt.solve_in_place_with_conj(
                     Conj::No,
                     MatMut::from_column_major_slice_mut(x, dim, 1),
-                    *par,
-                    MemStack::new(mem),
+                    f.par,
+                    MemStack::new(&mut f.mem),
                 );
             }
             Factor::Dense { l, .. } => dense_solve(l, x),
