@@ -1,6 +1,6 @@
 //! The primal–dual interior point of papers 000 and 002 (thesis ch. 4): Mehrotra's
 //! predictor–corrector on the augmented system (thesis eq. 4.28) factored once per iteration
-//! with faer's sparse LDLᵀ, Nesterov–Todd scaling for the Coulomb cones (thesis §4.14), and
+//! with faer's sparse LDLᵀ (a dense one for small systems), Nesterov–Todd scaling for the Coulomb cones (thesis §4.14), and
 //! the Coulomb friction model through the outer fixed point on `s = μ‖u_t‖`
 //! (`solver::coulomb`).
 //!
