@@ -638,3 +638,29 @@ fn benchmark_against_clarabel() {
         );
     }
 }
+
+/// `ip` on one Siconos fc3d file, `IP_PROFILE_FILE` (its name without `.dat`), solved
+/// `IP_PROFILE_SOLVES` times (default 1000) at [`BENCH_TOL`], CCP model: a loop for a profiler
+/// (`perf record -g target/release/deps/ip_clarabel-… profile_one_file --ignored`); prints the
+/// mean time of a solve.
+#[test]
+#[ignore = "a profiling loop: run in release with --ignored --nocapture"]
+fn profile_one_file() {
+    let name = std::env::var("IP_PROFILE_FILE").expect("IP_PROFILE_FILE: a Siconos fc3d file");
+    let solves: usize = std::env::var("IP_PROFILE_SOLVES").map_or(1000, |v| v.parse().unwrap());
+    let path = common::problems_dir().join(format!("siconos/fc3d/{name}.dat"));
+    let sys = System::new(&signorini::problem::io::read(&path, None).unwrap()).unwrap();
+    let settings = Settings {
+        tol: BENCH_TOL,
+        ..Settings::default()
+    };
+    let start = std::time::Instant::now();
+    for _ in 0..solves {
+        let report = Ip::default().solve(&sys, &settings).unwrap();
+        assert_eq!(report.status, Status::Converged, "{name}");
+    }
+    println!(
+        "{name}: {solves} solves, {:.1} µs per solve",
+        1e6 * start.elapsed().as_secs_f64() / solves as f64
+    );
+}

@@ -14,7 +14,11 @@
 //! regularization `δ`, and every solve is refined iteratively against the unregularized
 //! matrix. The symbolic analysis (AMD ordering, elimination tree) is computed once per pattern
 //! and kept in an [`Analysis`] that the interior point's session owns, across iterations,
-//! Coulomb rounds and time steps.
+//! Coulomb rounds and time steps. Systems of at most [`DENSE_DIM`] unknowns (the small
+//! Siconos files: 3 to 75 rows) skip faer's sparse machinery, whose fixed cost per
+//! factorization and solve outweighs the arithmetic there, for a dense LDLᵀ with the same
+//! regularization; every buffer of the factorization and of the refined solves is allocated
+//! once per [`Kkt`].
 
 use std::sync::Arc;
 
@@ -71,6 +75,28 @@ const REFINE_TOL: f64 = 1e-14;
 const PARALLEL_DIM: usize = 4096;
 /// Passes of the symmetric Ruiz equilibration.
 const RUIZ_PASSES: usize = 6;
+/// The KKT size up to which the factorization is dense ([`Factor::Dense`]).
+pub(crate) const DENSE_DIM: usize = 32;
+
+/// The numeric factorization of one KKT pattern.
+enum Factor {
+    /// faer's sparse LDLᵀ on the symbolic analysis of the pattern.
+    Sparse(SparseLdlt),
+    /// A dense LDLᵀ without pivoting (the quasi-definite matrix needs none; Vanderbei 1995),
+    /// `L` strictly below the diagonal and `D` on it, row-major `dim × dim`; `w` a row of
+    /// workspace.
+    Dense { l: Vec<f64>, w: Vec<f64> },
+}
+
+/// faer's sparse LDLᵀ: the symbolic analysis, the factor's values and faer's workspace.
+struct SparseLdlt {
+    symbolic: Arc<SymbolicCholesky<usize>>,
+    l_vals: Vec<f64>,
+    mem: MemBuffer,
+    /// faer's parallelism: rayon's pool (supernodal factorization and solves) from
+    /// [`PARALLEL_DIM`] unknowns, sequential below.
+    par: Par,
+}
 
 /// The KKT matrix of one problem, its index map and its factorization.
 pub(crate) struct Kkt {
@@ -90,12 +116,11 @@ pub(crate) struct Kkt {
     scale: Vec<f64>,
     fact_vals: Vec<f64>,
     signs: Vec<i8>,
-    symbolic: Arc<SymbolicCholesky<usize>>,
-    l_vals: Vec<f64>,
-    mem: MemBuffer,
-    /// faer's parallelism: rayon's pool (supernodal factorization and solves) from
-    /// [`PARALLEL_DIM`] unknowns, sequential below.
-    par: Par,
+    factor: Factor,
+    /// Workspace of the Ruiz passes: the rows' ∞-norms and their scaling.
+    ruiz: [Vec<f64>; 2],
+    /// Workspace of [`Kkt::solve`]: target, iterate, residual, product and last correction.
+    work: [Vec<f64>; 5],
 }
 
 impl Kkt {
@@ -103,7 +128,8 @@ impl Kkt {
     /// within the pattern of `analysis` (an entry that is zero in this problem, e.g. a
     /// Jacobian component of a joint whose direction is still axis-aligned, is kept as an
     /// explicit zero) the symbolic factorization is reused; otherwise the new pattern is
-    /// analysed and stored there (the `bool` says so).
+    /// analysed and stored there (the `bool` says so). A system of at most [`DENSE_DIM`]
+    /// unknowns is factored dense and takes no analysis.
     pub fn new(std: &Standard, analysis: &mut Option<Analysis>) -> Result<(Self, bool)> {
         let (n, m) = (std.n, std.m);
         let dim = n + m;
@@ -139,8 +165,9 @@ impl Kkt {
         for c in 0..dim {
             col_ptr[c + 1] += col_ptr[c];
         }
-        let mut fresh = true;
-        if let Some(a) = analysis.as_ref() {
+        let dense = dim <= DENSE_DIM;
+        let mut fresh = !dense;
+        if let (false, Some(a)) = (dense, analysis.as_ref()) {
             if let Some(vals) = a.embed(&col_ptr, &row_idx, &static_vals) {
                 col_ptr.clone_from(&a.col_ptr);
                 row_idx.clone_from(&a.row_idx);
@@ -169,36 +196,49 @@ impl Kkt {
                 p
             })
             .collect();
-        let symbolic = match analysis.as_ref() {
-            Some(a) if !fresh => a.symbolic.clone(),
-            _ => {
-                let pattern =
-                    SymbolicSparseColMatRef::new_checked(dim, dim, &col_ptr, None, &row_idx);
-                let sym = Arc::new(
-                    factorize_symbolic_cholesky(
-                        pattern,
-                        Side::Upper,
-                        SymmetricOrdering::Amd,
-                        CholeskySymbolicParams::default(),
-                    )
-                    .map_err(|e| Error::Factorization(format!("symbolic analysis: {e:?}")))?,
-                );
-                *analysis = Some(Analysis {
-                    col_ptr: col_ptr.clone(),
-                    row_idx: row_idx.clone(),
-                    symbolic: sym.clone(),
-                });
-                sym
+        let factor = if dense {
+            Factor::Dense {
+                l: vec![0.0; dim * dim],
+                w: vec![0.0; dim],
             }
-        };
-        let par = if dim >= PARALLEL_DIM {
-            Par::rayon(0)
         } else {
-            Par::Seq
+            let symbolic = match analysis.as_ref() {
+                Some(a) if !fresh => a.symbolic.clone(),
+                _ => {
+                    let pattern =
+                        SymbolicSparseColMatRef::new_checked(dim, dim, &col_ptr, None, &row_idx);
+                    let sym = Arc::new(
+                        factorize_symbolic_cholesky(
+                            pattern,
+                            Side::Upper,
+                            SymmetricOrdering::Amd,
+                            CholeskySymbolicParams::default(),
+                        )
+                        .map_err(|e| Error::Factorization(format!("symbolic analysis: {e:?}")))?,
+                    );
+                    *analysis = Some(Analysis {
+                        col_ptr: col_ptr.clone(),
+                        row_idx: row_idx.clone(),
+                        symbolic: sym.clone(),
+                    });
+                    sym
+                }
+            };
+            let par = if dim >= PARALLEL_DIM {
+                Par::rayon(0)
+            } else {
+                Par::Seq
+            };
+            let req = symbolic
+                .factorize_numeric_ldlt_scratch::<f64>(par, Default::default())
+                .or(symbolic.solve_in_place_scratch::<f64>(1, par));
+            Factor::Sparse(SparseLdlt {
+                l_vals: vec![0.0; symbolic.len_val()],
+                symbolic,
+                mem: MemBuffer::new(req),
+                par,
+            })
         };
-        let req = symbolic
-            .factorize_numeric_ldlt_scratch::<f64>(par, Default::default())
-            .or(symbolic.solve_in_place_scratch::<f64>(1, par));
         let nnz = row_idx.len();
         let kkt = Kkt {
             n,
@@ -211,10 +251,9 @@ impl Kkt {
             scale: vec![1.0; dim],
             fact_vals: vec![0.0; nnz],
             signs: (0..dim).map(|i| if i < n { 1 } else { -1 }).collect(),
-            l_vals: vec![0.0; symbolic.len_val()],
-            symbolic,
-            mem: MemBuffer::new(req),
-            par,
+            factor,
+            ruiz: std::array::from_fn(|_| vec![0.0; dim]),
+            work: std::array::from_fn(|_| vec![0.0; dim]),
         };
         Ok((kkt, fresh))
     }
@@ -222,24 +261,28 @@ impl Kkt {
     /// Writes the values for the NT scalings of the cone blocks (free blocks take none; `G = I`
     /// is `Scaling` with identity), equilibrates and factors.
     pub fn factor(&mut self, std: &Standard, scalings: &[Scaling]) -> Result<()> {
-        let blocks: Vec<[f64; 9]> = std
-            .blocks
-            .iter()
-            .zip(scalings)
-            .map(|(b, sc)| sc.g_squared(b.dim()))
-            .collect();
-        self.factor_blocks(std, &blocks)
+        self.factor_with(std, |k, d| scalings[k].g_squared(d))
     }
 
     /// Writes the values with `blocks[k]` (symmetric, row-major `d × d`) in place of `G²` in
     /// the cone block `k` (free blocks take none), equilibrates and factors.
     pub fn factor_blocks(&mut self, std: &Standard, blocks: &[[f64; 9]]) -> Result<()> {
+        self.factor_with(std, |k, _| blocks[k])
+    }
+
+    /// [`Kkt::factor_blocks`] with `block(k, d)` the block of cone `k` (dimension `d`).
+    fn factor_with(
+        &mut self,
+        std: &Standard,
+        block: impl Fn(usize, usize) -> [f64; 9],
+    ) -> Result<()> {
         self.vals.copy_from_slice(&self.static_vals);
-        for ((b, c), pos) in std.blocks.iter().zip(blocks).zip(&self.cone_pos) {
+        for (k, (b, pos)) in std.blocks.iter().zip(&self.cone_pos).enumerate() {
             if b.kind == Kind::Free {
                 continue;
             }
             let d = b.dim();
+            let c = block(k, d);
             for x in 0..d {
                 for y in x..d {
                     self.vals[pos[x * d + y]] -= c[x * d + y];
@@ -247,59 +290,74 @@ impl Kkt {
             }
         }
         self.equilibrate();
-        for (f, v) in self.fact_vals.iter_mut().zip(&self.vals) {
-            *f = *v;
-        }
+        self.fact_vals.copy_from_slice(&self.vals);
         for (i, &p) in self.diag_pos.iter().enumerate() {
             self.fact_vals[p] += if i < self.n { STATIC_REG } else { -STATIC_REG };
         }
         let dim = self.scale.len();
-        let pattern =
-            SymbolicSparseColMatRef::new_checked(dim, dim, &self.col_ptr, None, &self.row_idx);
-        let a = SparseColMatRef::new(pattern, &self.fact_vals);
-        self.symbolic
-            .factorize_numeric_ldlt(
-                &mut self.l_vals,
-                a,
-                Side::Upper,
-                LdltRegularization {
-                    dynamic_regularization_signs: Some(&self.signs),
-                    dynamic_regularization_delta: DYNAMIC_DELTA,
-                    dynamic_regularization_epsilon: DYNAMIC_EPS,
-                },
-                self.par,
-                MemStack::new(&mut self.mem),
-                Default::default(),
-            )
-            .map_err(|e| Error::Factorization(format!("KKT LDLᵀ: {e:?}")))?;
+        match &mut self.factor {
+            Factor::Sparse(f) => {
+                let pattern = SymbolicSparseColMatRef::new_checked(
+                    dim,
+                    dim,
+                    &self.col_ptr,
+                    None,
+                    &self.row_idx,
+                );
+                let a = SparseColMatRef::new(pattern, &self.fact_vals);
+                f.symbolic
+                    .factorize_numeric_ldlt(
+                        &mut f.l_vals,
+                        a,
+                        Side::Upper,
+                        LdltRegularization {
+                            dynamic_regularization_signs: Some(&self.signs),
+                            dynamic_regularization_delta: DYNAMIC_DELTA,
+                            dynamic_regularization_epsilon: DYNAMIC_EPS,
+                        },
+                        f.par,
+                        MemStack::new(&mut f.mem),
+                        Default::default(),
+                    )
+                    .map_err(|e| Error::Factorization(format!("KKT LDLᵀ: {e:?}")))?;
+            }
+            Factor::Dense { l, w } => {
+                l.fill(0.0);
+                // The upper triangle's column c is the lower triangle's row c.
+                for c in 0..dim {
+                    for p in self.col_ptr[c]..self.col_ptr[c + 1] {
+                        l[c * dim + self.row_idx[p]] = self.fact_vals[p];
+                    }
+                }
+                dense_ldlt(l, w, &self.signs)?;
+            }
+        }
         Ok(())
     }
 
     /// Symmetric Ruiz equilibration of `vals` in place: `S K S` with every row's ∞-norm
     /// close to 1.
     fn equilibrate(&mut self) {
-        let dim = self.scale.len();
+        let [norm, d] = &mut self.ruiz;
         self.scale.fill(1.0);
-        let mut norm = vec![0.0f64; dim];
         for _ in 0..RUIZ_PASSES {
             norm.fill(0.0);
-            for c in 0..dim {
-                for p in self.col_ptr[c]..self.col_ptr[c + 1] {
+            for (c, w) in self.col_ptr.windows(2).enumerate() {
+                for p in w[0]..w[1] {
                     let (r, v) = (self.row_idx[p], self.vals[p].abs());
                     norm[r] = norm[r].max(v);
                     norm[c] = norm[c].max(v);
                 }
             }
-            let d: Vec<f64> = norm
-                .iter()
-                .map(|&x| if x > 0.0 { 1.0 / x.sqrt() } else { 1.0 })
-                .collect();
-            for c in 0..dim {
-                for p in self.col_ptr[c]..self.col_ptr[c + 1] {
+            for (di, &x) in d.iter_mut().zip(norm.iter()) {
+                *di = if x > 0.0 { 1.0 / x.sqrt() } else { 1.0 };
+            }
+            for (c, w) in self.col_ptr.windows(2).enumerate() {
+                for p in w[0]..w[1] {
                     self.vals[p] *= d[self.row_idx[p]] * d[c];
                 }
             }
-            for (s, di) in self.scale.iter_mut().zip(&d) {
+            for (s, di) in self.scale.iter_mut().zip(d.iter()) {
                 *s *= di;
             }
         }
@@ -308,8 +366,8 @@ impl Kkt {
     /// `y = K̂ x` with the equilibrated, unregularized matrix (upper triangle mirrored).
     fn apply(&self, x: &[f64], y: &mut [f64]) {
         y.fill(0.0);
-        for c in 0..self.scale.len() {
-            for p in self.col_ptr[c]..self.col_ptr[c + 1] {
+        for (c, w) in self.col_ptr.windows(2).enumerate() {
+            for p in w[0]..w[1] {
                 let (r, v) = (self.row_idx[p], self.vals[p]);
                 y[r] += v * x[c];
                 if r != c {
@@ -321,20 +379,22 @@ impl Kkt {
 
     /// Solves `K Δ = rhs` in place (the last factorization), with iterative refinement.
     pub fn solve(&mut self, rhs: &mut [f64]) {
-        let dim = rhs.len();
+        let [mut target, mut y, mut res, mut ky, mut corr] = std::mem::take(&mut self.work);
         // K Δ = rhs  ⇔  (S K S)(S⁻¹ Δ) = S rhs.
-        let target: Vec<f64> = rhs.iter().zip(&self.scale).map(|(r, s)| r * s).collect();
+        for ((t, r), s) in target.iter_mut().zip(rhs.iter()).zip(&self.scale) {
+            *t = r * s;
+        }
         let tnorm = target.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let mut y = target.clone();
+        y.copy_from_slice(&target);
         self.back_solve(&mut y);
-        let (mut res, mut ky, mut corr) = (vec![0.0; dim], vec![0.0; dim], vec![0.0; dim]);
+        corr.fill(0.0);
         let mut last_norm = f64::INFINITY;
         for step in 0..=REFINE_STEPS {
             self.apply(&y, &mut ky);
             let mut rnorm = 0.0f64;
-            for i in 0..dim {
-                res[i] = target[i] - ky[i];
-                rnorm = rnorm.max(res[i].abs());
+            for ((r, t), k) in res.iter_mut().zip(&target).zip(&ky) {
+                *r = t - k;
+                rnorm = rnorm.max(r.abs());
             }
             if rnorm >= last_norm {
                 // The last correction did not help: take it back.
@@ -353,16 +413,76 @@ impl Kkt {
         for ((r, yi), s) in rhs.iter_mut().zip(&y).zip(&self.scale) {
             *r = yi * s;
         }
+        self.work = [target, y, res, ky, corr];
     }
 
     fn back_solve(&mut self, x: &mut [f64]) {
         let dim = x.len();
-        let ldlt = LdltRef::<usize, f64>::new(&self.symbolic, &self.l_vals);
-        ldlt.solve_in_place_with_conj(
-            Conj::No,
-            MatMut::from_column_major_slice_mut(x, dim, 1),
-            self.par,
-            MemStack::new(&mut self.mem),
-        );
+        match &mut self.factor {
+            Factor::Sparse(f) => {
+                let ldlt = LdltRef::<usize, f64>::new(&f.symbolic, &f.l_vals);
+                ldlt.solve_in_place_with_conj(
+                    Conj::No,
+                    MatMut::from_column_major_slice_mut(x, dim, 1),
+                    f.par,
+                    MemStack::new(&mut f.mem),
+                );
+            }
+            Factor::Dense { l, .. } => dense_solve(l, x),
+        }
     }
+}
+
+/// `K = L D Lᵀ` in place of the lower triangle of `l` (row-major `dim × dim`): `L` strictly
+/// below the diagonal, `D` on it; `w` a row of workspace. Left-looking without pivoting,
+/// with faer's dynamic regularization: a pivot of the wrong sign (`signs`) or below
+/// [`DYNAMIC_EPS`] in magnitude becomes `±`[`DYNAMIC_DELTA`].
+fn dense_ldlt(l: &mut [f64], w: &mut [f64], signs: &[i8]) -> Result<()> {
+    let dim = w.len();
+    for j in 0..dim {
+        let (done, rest) = l.split_at_mut(j * dim);
+        let row_j = &mut rest[..dim];
+        // w_k = L_jk D_k.
+        for (k, wk) in w[..j].iter_mut().enumerate() {
+            *wk = row_j[k] * done[k * dim + k];
+        }
+        let mut pivot = row_j[j] - dot(&row_j[..j], &w[..j]);
+        if signs[j] > 0 && pivot <= DYNAMIC_EPS {
+            pivot = DYNAMIC_DELTA;
+        } else if signs[j] < 0 && pivot >= -DYNAMIC_EPS {
+            pivot = -DYNAMIC_DELTA;
+        }
+        if !pivot.is_finite() {
+            return Err(Error::Factorization(format!(
+                "KKT LDLᵀ: pivot {pivot} at {j}"
+            )));
+        }
+        row_j[j] = pivot;
+        for i in j + 1..dim {
+            let row_i = &mut l[i * dim..][..dim];
+            row_i[j] = (row_i[j] - dot(&row_i[..j], &w[..j])) / pivot;
+        }
+    }
+    Ok(())
+}
+
+/// Solves `L D Lᵀ x = b` in place with the factor of [`dense_ldlt`].
+fn dense_solve(l: &[f64], x: &mut [f64]) {
+    let dim = x.len();
+    for i in 0..dim {
+        x[i] -= dot(&l[i * dim..][..i], &x[..i]);
+    }
+    for (i, xi) in x.iter_mut().enumerate() {
+        *xi /= l[i * dim + i];
+    }
+    for i in (0..dim).rev() {
+        let xi = x[i];
+        for (xk, lik) in x[..i].iter_mut().zip(&l[i * dim..][..i]) {
+            *xk -= lik * xi;
+        }
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }

@@ -1,6 +1,6 @@
 //! The primal–dual interior point of papers 000 and 002 (thesis ch. 4): Mehrotra's
 //! predictor–corrector on the augmented system (thesis eq. 4.28) factored once per iteration
-//! with faer's sparse LDLᵀ, Nesterov–Todd scaling for the Coulomb cones (thesis §4.14), and
+//! with faer's sparse LDLᵀ (a dense one for small systems), Nesterov–Todd scaling for the Coulomb cones (thesis §4.14), and
 //! the Coulomb friction model through the outer fixed point on `s = μ‖u_t‖`
 //! (`solver::coulomb`).
 //!
@@ -41,7 +41,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::problem::merit;
-use crate::problem::{FrictionModel, System};
+use crate::problem::{CsrMatrix, FrictionModel, System};
 use mehrotra::Iterate;
 use standard::Standard;
 
@@ -249,16 +249,35 @@ impl Solver for Ip {
             params: self.params,
             analysis: None,
             analyses: 0,
+            work: None,
         }))
     }
 }
 
 /// The interior point's session: the symbolic analysis of the last KKT pattern, made when a
-/// problem of a new pattern comes and reused while the pattern stands.
+/// problem of a new pattern comes and reused while the pattern stands, and the workspace of
+/// the solve in progress.
 struct IpSession {
     params: IpParams,
     analysis: Option<kkt::Analysis>,
     analyses: usize,
+    work: Option<Workspace>,
+}
+
+/// What the interior-point solves of one system share (the rounds on a skew part, the
+/// Coulomb fixed point's inner solves): built on first use, dropped when the session's
+/// solve returns. On Siconos' 12-row Rover files, building them per round was a tenth of the
+/// solve.
+#[derive(Default)]
+struct Workspace {
+    /// The standard form (its `b` set to each solve's bias) and its KKT matrix.
+    form: Option<(Standard, kkt::Kkt)>,
+    /// The skew part of `W` ([`skew::skew_part`]), once computed.
+    skew: Option<Option<CsrMatrix>>,
+    /// `N + E` of the LU polish ([`polish::delassus_matrix`]), once computed.
+    delassus: Option<CsrMatrix>,
+    /// The blocks' steps of the natural map ([`block_steps`]), once computed.
+    eta: Option<Vec<f64>>,
 }
 
 /// One interior-point solve: the answer, how the iteration ended and its iterations.
@@ -280,6 +299,8 @@ impl IpSession {
     #[allow(clippy::too_many_arguments)]
     fn interior(
         &mut self,
+        form: &mut Option<(Standard, kkt::Kkt)>,
+        eta: &[f64],
         sys: &System,
         settings: &Settings,
         shift: Bias,
@@ -291,9 +312,16 @@ impl IpSession {
         trace: &mut Vec<TraceEntry>,
         stop_early: bool,
     ) -> Result<Interior> {
-        let std = Standard::new(sys, shift);
-        let (mut kkt, fresh) = kkt::Kkt::new(&std, &mut self.analysis)?;
-        self.analyses += usize::from(fresh);
+        if let Some((std, _)) = form.as_mut() {
+            std.set_bias(shift);
+        } else {
+            let std = Standard::new(sys, shift);
+            let (kkt, fresh) = kkt::Kkt::new(&std, &mut self.analysis)?;
+            self.analyses += usize::from(fresh);
+            *form = Some((std, kkt));
+        }
+        let (std, kkt) = form.as_mut().expect("built above");
+        let std = &*std;
         let warm = match (params.warm_start, &settings.warm_start) {
             (WarmStart::None, _) | (_, None) => None,
             (mode, Some(_)) => {
@@ -315,17 +343,16 @@ impl IpSession {
                 })
             }
         };
-        let it = mehrotra::starting_point(&std, &mut kkt, params, warm.as_ref())?;
-        let eta = block_steps(sys, settings.block_step);
+        let it = mehrotra::starting_point(std, kkt, params, warm.as_ref())?;
         let max_iter = params.max_iter.min(settings.max_iter);
         // The LU polish follows this solve: the iteration may hand over to it where the
         // natural map stagnates near the tolerance ([`STAGNATION_CEILING`]).
         let polished = stop_early && params.polish && polish::fits(sys.rows());
         let mut history = Vec::new();
-        let outcome = mehrotra::iterate(&std, &mut kkt, params, max_iter, it, |k, it, meas| {
+        let outcome = mehrotra::iterate(std, kkt, params, max_iter, it, |k, it, meas| {
             let gamma = std.gamma(&it.z, sys.rows());
             let u = progress::biased_velocity(sys, bias, &gamma);
-            let res = merit::residual(sys, &gamma, &u, settings.friction, &eta);
+            let res = merit::residual(sys, &gamma, &u, settings.friction, eta);
             let value = settings.criterion.of(&res);
             history.push(value);
             trace.push(TraceEntry {
@@ -353,7 +380,7 @@ impl IpSession {
             let u = progress::biased_velocity(sys, bias, &gamma);
             settings
                 .criterion
-                .of(&merit::residual(sys, &gamma, &u, settings.friction, &eta))
+                .of(&merit::residual(sys, &gamma, &u, settings.friction, eta))
         };
         let mut z = outcome.iterate.z.clone();
         let mut polish_s = 0.0;
@@ -377,14 +404,9 @@ impl IpSession {
                 .iter()
                 .map(|b| eta[block_of[std.row_of[b.start]]])
                 .collect();
-            let polished = newton::polish(
-                &std,
-                &mut kkt,
-                outcome.iterate,
-                &std_eta,
-                NEWTON_STEPS,
-                |z| value(z) <= settings.tol,
-            );
+            let polished = newton::polish(std, kkt, outcome.iterate, &std_eta, NEWTON_STEPS, |z| {
+                value(z) <= settings.tol
+            });
             if value(&polished) < value(&z) {
                 z = polished;
             }
@@ -416,12 +438,19 @@ impl IpSession {
     ) -> Result<Report> {
         let start = Instant::now();
         let mut trace = Vec::new();
-        let eta = block_steps(sys, settings.block_step);
+        let mut work = self.work.take().unwrap_or_default();
+        let Workspace {
+            form,
+            skew,
+            delassus,
+            eta,
+        } = &mut work;
+        let eta: &[f64] = eta.get_or_insert_with(|| block_steps(sys, settings.block_step));
         let measure = |gamma: &[f64]| {
             let u = progress::biased_velocity(sys, bias, gamma);
-            merit::residual(sys, gamma, &u, FrictionModel::Ccp, &eta)
+            merit::residual(sys, gamma, &u, FrictionModel::Ccp, eta)
         };
-        let skew = skew::skew_part(sys);
+        let skew = skew.get_or_insert_with(|| skew::skew_part(sys)).as_ref();
         let tight = IpParams {
             tol_primal: params.tol_primal.min(ROUND_TOL),
             tol_dual: params.tol_dual.min(ROUND_TOL),
@@ -445,7 +474,6 @@ impl IpSession {
             ..*params
         };
         let r = effective_r(sys, bias);
-        let mut delassus = None;
         let mut shift = bias.map(<[f64]>::to_vec);
         if let (false, Some(t), Some(warm)) = (finish, &skew, &settings.warm_start) {
             // An inner solve of the Coulomb fixed point: one round, on the skew part of the
@@ -472,6 +500,8 @@ impl IpSession {
             };
             let t0 = Instant::now();
             let next = match self.interior(
+                form,
+                eta,
                 sys,
                 &round_settings,
                 shift.as_deref(),
@@ -514,7 +544,7 @@ impl IpSession {
                     n: delassus.get_or_insert_with(|| polish::delassus_matrix(sys)),
                     r: &r,
                     friction: FrictionModel::Ccp,
-                    eta: &eta,
+                    eta,
                 };
                 // A solve of its own stops at the tolerance; an inner solve of the Coulomb
                 // fixed point goes on to rounding level.
@@ -552,6 +582,7 @@ impl IpSession {
         }
         let gamma = best.expect("at least one round").1;
         let res = measure(&gamma);
+        self.work = Some(work);
         // The settings' tolerance decides, as for every solver: an answer that meets it has
         // converged whatever the interior point's own measures say (they may stall at
         // rounding level on exact answers), and one that misses it (after the polish) has
@@ -623,6 +654,16 @@ impl Session for IpSession {
     }
 
     fn solve(&mut self, sys: &System, settings: &Settings) -> Result<Report> {
+        self.work = None;
+        let report = self.solve_system(sys, settings);
+        self.work = None;
+        report
+    }
+}
+
+impl IpSession {
+    /// [`Session::solve`] with a fresh workspace.
+    fn solve_system(&mut self, sys: &System, settings: &Settings) -> Result<Report> {
         settings.validate(sys.rows())?;
         let params = self.params;
         if settings.friction != FrictionModel::Coulomb || !params.polish {

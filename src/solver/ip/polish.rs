@@ -9,11 +9,15 @@
 //! close start, Newton on the piecewise smooth `F` with the projection's Jacobian fixed by
 //! the interior point's active set converges in a step or two to machine precision. Each
 //! step solves `(I − P + P(I + S)(N + E)) Δ = −F` (`P = ∂Π_K(γ − û)`, `S = ∂(û − u)/∂u`,
-//! both block diagonal) with faer's sparse LU, and is kept only when it reduces `‖F‖`.
+//! both block diagonal) with faer's sparse LU (a dense LU on small problems), and is kept
+//! only when it reduces `‖F‖`.
 
 use faer::linalg::solvers::Solve;
 use faer::sparse::linalg::solvers::{Lu, SymbolicLu};
 use faer::sparse::{SparseColMat, Triplet};
+use nalgebra::{DMatrix, DVector};
+
+use super::kkt::DENSE_DIM;
 
 use crate::problem::{Cone, CsrMatrix, FrictionModel, System};
 
@@ -212,10 +216,89 @@ fn newton_matrix(map: &NaturalMap<'_>, y: &[f64], u: &[f64]) -> Vec<Triplet<usiz
     t
 }
 
+/// The Newton matrix of one step, factored once per regularization tried: faer's sparse LU
+/// on the symbolic analysis of its pattern or, up to [`DENSE_DIM`] rows, a dense LU (faer's
+/// analysis and its sparse factorization cost more than the arithmetic there: 12-row Rover
+/// files).
+enum Jacobian {
+    Sparse {
+        base: SparseColMat<usize, f64>,
+        symbolic: SymbolicLu<usize>,
+        /// Position of each column's diagonal entry (every column holds one: the `I` of
+        /// `I − P`).
+        diag_pos: Vec<usize>,
+    },
+    Dense(DMatrix<f64>),
+}
+
+impl Jacobian {
+    /// The matrix of `triplets` (duplicates summed), `None` when faer cannot analyse it.
+    fn new(m: usize, triplets: &[Triplet<usize, usize, f64>]) -> Option<Self> {
+        if m <= DENSE_DIM {
+            let mut a = DMatrix::zeros(m, m);
+            for t in triplets {
+                a[(t.row, t.col)] += t.val;
+            }
+            return Some(Jacobian::Dense(a));
+        }
+        let base = SparseColMat::<usize, f64>::try_new_from_triplets(m, m, triplets).ok()?;
+        let symbolic = SymbolicLu::try_new(base.symbolic()).ok()?;
+        let diag_pos = (0..m)
+            .map(|c| {
+                let (lo, hi) = (base.col_ptr()[c], base.col_ptr()[c + 1]);
+                lo + base.row_idx()[lo..hi]
+                    .binary_search(&c)
+                    .expect("the diagonal is in the pattern")
+            })
+            .collect();
+        Some(Jacobian::Sparse {
+            base,
+            symbolic,
+            diag_pos,
+        })
+    }
+
+    /// Solves `(J + shift I) x = rhs` in place; `false` when the factorization fails or `x`
+    /// is not finite.
+    fn solve(&self, shift: f64, rhs: &mut [f64]) -> bool {
+        let m = rhs.len();
+        match self {
+            Jacobian::Sparse {
+                base,
+                symbolic,
+                diag_pos,
+            } => {
+                let mut mat = base.clone();
+                let vals = mat.val_mut();
+                diag_pos.iter().for_each(|&p| vals[p] += shift);
+                let Ok(lu) = Lu::try_new_with_symbolic(symbolic.clone(), mat.as_ref()) else {
+                    return false;
+                };
+                lu.solve_in_place(faer::MatMut::from_column_major_slice_mut(rhs, m, 1));
+            }
+            Jacobian::Dense(a) => {
+                let mut mat = a.clone();
+                for i in 0..m {
+                    mat[(i, i)] += shift;
+                }
+                let mut x = DVector::from_column_slice(rhs);
+                if !mat.lu().solve_mut(&mut x) {
+                    return false;
+                }
+                rhs.copy_from_slice(x.as_slice());
+            }
+        }
+        rhs.iter().all(|v| v.is_finite())
+    }
+}
+
 /// At most `steps` Newton steps on `F` from `gamma`, until `done(γ)` (the caller's
 /// tolerance) or `‖F‖` at rounding level; returns the improved impulses (or `gamma` itself
 /// when no step reduces `‖F‖`). Each step analyses the Newton matrix's pattern once
-/// (symbolic LU) and factors its values once per regularization tried.
+/// (symbolic LU) and factors its values once per regularization tried, from the one below the
+/// last that gave a step: where only a strong one helps (the degenerate contacts of
+/// Capsules-i100-1090: each of its 40 steps needed `ρ = 1`), the weaker ones are not
+/// factored again at every step (four factorizations in five were refused).
 pub(crate) fn polish(
     map: &NaturalMap<'_>,
     mut gamma: Vec<f64>,
@@ -233,39 +316,25 @@ pub(crate) fn polish(
         .fold(0.0, f64::max);
     let (mut f, mut y, mut u) = map.eval(&gamma);
     let mut fnorm = norm2(&f);
+    // The first regularization tried: the one below the last that gave a step.
+    let mut first = 0;
     'newton: for _ in 0..steps {
         // ‖γ‖ and ‖γ − y‖ = ‖η û‖: the scales of the two terms of F (weighted by η).
         let scale = norm2(&gamma).max(norm2(&y));
         if fnorm <= ROUNDING * scale || done(&gamma) {
             break;
         }
-        let jac = newton_matrix(map, &y, &u);
-        let Ok(base) = SparseColMat::<usize, f64>::try_new_from_triplets(m, m, &jac) else {
+        let Some(jac) = Jacobian::new(m, &newton_matrix(map, &y, &u)) else {
             break;
         };
-        let Ok(symbolic) = SymbolicLu::try_new(base.symbolic()) else {
-            break;
-        };
-        // Every column holds its diagonal (the `I` of `I − P`).
-        let diag_pos: Vec<usize> = (0..m)
-            .map(|c| {
-                let (lo, hi) = (base.col_ptr()[c], base.col_ptr()[c + 1]);
-                lo + base.row_idx()[lo..hi]
-                    .binary_search(&c)
-                    .expect("the diagonal is in the pattern")
-            })
-            .collect();
         let rel = fnorm / norm2(&gamma).max(norm2(&u)).max(f64::MIN_POSITIVE);
-        for rho in std::iter::once(rel).chain(REGULARIZATION) {
-            let mut mat = base.clone();
-            let vals = mat.val_mut();
-            diag_pos.iter().for_each(|&p| vals[p] += rho * diag);
-            let Ok(lu) = Lu::try_new_with_symbolic(symbolic.clone(), mat.as_ref()) else {
-                continue;
-            };
+        for (level, rho) in std::iter::once(rel)
+            .chain(REGULARIZATION)
+            .enumerate()
+            .skip(first)
+        {
             let mut delta: Vec<f64> = f.iter().map(|v| -v).collect();
-            lu.solve_in_place(faer::MatMut::from_column_major_slice_mut(&mut delta, m, 1));
-            if delta.iter().any(|v| !v.is_finite()) {
+            if !jac.solve(rho * diag, &mut delta) {
                 continue;
             }
             // Backtracking on ‖F‖.
@@ -280,6 +349,7 @@ pub(crate) fn polish(
                 let tn = norm2(&ft);
                 if tn < fnorm {
                     (gamma, f, y, u, fnorm) = (trial, ft, yt, ut, tn);
+                    first = level.saturating_sub(1);
                     continue 'newton;
                 }
                 step *= 0.5;

@@ -38,6 +38,8 @@ pub(crate) struct Standard {
     /// Upper triangle of `Q`, `m × m`.
     pub qz: Triplets,
     pub b: Vec<f64>,
+    /// `b` without the bias (scaled by `D`), for [`Standard::set_bias`].
+    b_free: Vec<f64>,
     /// The cone blocks in row order.
     pub blocks: Vec<Block>,
     /// System row of each kept row.
@@ -165,9 +167,6 @@ impl Standard {
             if e != 0.0 {
                 qz.push((i, i, e));
             }
-            if let Some(bias) = bias {
-                b[i] += bias[r];
-            }
         }
         // The friction scaling: A' = D A, b' = D b, Q' = D Q D.
         let mut out = Standard {
@@ -178,6 +177,7 @@ impl Standard {
             a,
             qz,
             b,
+            b_free: Vec::new(),
             blocks,
             row_of,
             d,
@@ -191,7 +191,20 @@ impl Standard {
         for (bi, di) in out.b.iter_mut().zip(&out.d) {
             *bi *= di;
         }
+        out.b_free = out.b.clone();
+        out.set_bias(bias);
         out
+    }
+
+    /// Sets `b` to the standard form's of `r + bias` (`D(b + bias)`): a new bias needs no
+    /// new standard form (the rounds on a skew part, the Coulomb fixed point).
+    pub fn set_bias(&mut self, bias: Option<&[f64]>) {
+        self.b.copy_from_slice(&self.b_free);
+        if let Some(bias) = bias {
+            for ((bi, &r), di) in self.b.iter_mut().zip(&self.row_of).zip(&self.d) {
+                *bi += di * bias[r];
+            }
+        }
     }
 
     /// The impulses `γ` (system rows) of a standard-form `z`.
