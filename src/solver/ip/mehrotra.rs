@@ -8,6 +8,21 @@ use super::{IpParams, StartingPoint};
 use crate::error::Result;
 use crate::solver::Status;
 
+/// Gondzio's multiple centrality correctors (Gondzio 1996, Colombo & Gondzio 2008; for the
+/// second-order cone on the eigenvalues of the Jordan product): each corrector aims at the
+/// step `α + CORRECTOR_REACH` of the current direction...
+const CORRECTOR_REACH: f64 = 0.2;
+/// ...moves the complementarity products of the trial point into
+/// `[CORRECTOR_LOW, CORRECTOR_HIGH]` times their mean...
+const CORRECTOR_LOW: f64 = 0.1;
+const CORRECTOR_HIGH: f64 = 10.0;
+/// ...and is kept when it lengthens the step by at least this fraction of what it aimed at.
+const CORRECTOR_GAIN: f64 = 0.1;
+/// The KKT size from which the correctors run: below it a solve costs about as much as the
+/// factorization (Siconos fc3d files, 3–828 rows: 11 % fewer iterations, 2.5× the time per
+/// iteration).
+const CORRECTOR_DIM: usize = 4096;
+
 /// The iterate `(x, z, s)` of the standard form.
 #[derive(Debug, Clone)]
 pub(crate) struct Iterate {
@@ -192,6 +207,13 @@ impl Newton<'_> {
             }
         }
     }
+}
+
+/// Whether every entry of the direction `d` is finite.
+fn finite(d: &Iterate) -> bool {
+    [&d.x, &d.z, &d.s]
+        .iter()
+        .all(|v| v.iter().all(|x| x.is_finite()))
 }
 
 /// The largest step `α ≤ 1` keeping `s` and `z` in their cones along `d`.
@@ -395,6 +417,71 @@ fn complementarity_rhs(
     }
 }
 
+/// The centrality corrector's right-hand side `r` (Gondzio's `v_t − ṽ`) for the direction
+/// `dir` at the trial step `reach`: per cone, the Jordan product of the scaled trial point
+/// `ṽ = (λ + reach G⁻¹Δs) ∘ (λ + reach GΔz)`, its eigenvalues (`ṽ₀ ± ‖ṽ₁‖` on a second-order
+/// cone) moved into `[CORRECTOR_LOW, CORRECTOR_HIGH]` times the trial point's mean product,
+/// a decrease by at most `CORRECTOR_HIGH` times that mean (Gondzio's bound on the large
+/// products), on the same eigenvectors.
+fn centrality_rhs(
+    blocks: &[Block],
+    scalings: &[Scaling],
+    dir: &Iterate,
+    reach: f64,
+    r: &mut [f64],
+) {
+    let mut sum = 0.0;
+    let mut nu = 0;
+    for (b, sc) in blocks.iter().zip(scalings) {
+        if b.kind == Kind::Free {
+            r[b.start] = 0.0;
+            continue;
+        }
+        let (rows, dim) = (b.rows(), b.dim());
+        let (mut vs, mut vz) = ([0.0; 3], [0.0; 3]);
+        sc.apply(true, &dir.s[rows.clone()], &mut vs[..dim]);
+        sc.apply(false, &dir.z[rows.clone()], &mut vz[..dim]);
+        for a in 0..dim {
+            vs[a] = sc.lambda[a] + reach * vs[a];
+            vz[a] = sc.lambda[a] + reach * vz[a];
+        }
+        cones::jordan(&vs[..dim], &vz[..dim], &mut r[rows]);
+        sum += r[b.start];
+        nu += 1;
+    }
+    let mean = sum / nu.max(1) as f64;
+    let (low, high) = (CORRECTOR_LOW * mean, CORRECTOR_HIGH * mean);
+    let target = |e: f64| {
+        if e < low {
+            low - e
+        } else if e > high {
+            (high - e).max(-high)
+        } else {
+            0.0
+        }
+    };
+    for b in blocks {
+        let p = &mut r[b.rows()];
+        match b.kind {
+            Kind::Free => {}
+            Kind::NonNeg => p[0] = target(p[0]),
+            Kind::Soc => {
+                // p = e₋ c₋ + e₊ c₊ with c± = ½(1, ±u), u = p₁/‖p₁‖.
+                let t = p[1].hypot(p[2]);
+                let (lo, hi) = (target(p[0] - t), target(p[0] + t));
+                let u = if t > 0.0 {
+                    [p[1] / t, p[2] / t]
+                } else {
+                    [0.0; 2]
+                };
+                p[0] = 0.5 * (lo + hi);
+                p[1] = 0.5 * (hi - lo) * u[0];
+                p[2] = 0.5 * (hi - lo) * u[1];
+            }
+        }
+    }
+}
+
 /// Runs the predictor–corrector iteration from `it` until the measures meet the tolerances
 /// of `params`, `max_iter` iterations, a stall or an infeasibility certificate. `observe`
 /// sees each iterate (the trace) and returns whether it already answers the caller's own
@@ -417,6 +504,12 @@ pub(crate) fn iterate(
     let mut r_c = vec![0.0; m];
     let mut aff = it.clone();
     let mut dir = it.clone();
+    let correctors = if n + m >= CORRECTOR_DIM {
+        params.correctors
+    } else {
+        0
+    };
+    let mut r_t = vec![0.0; m];
     let z0 = norm_inf(&it.z).max(1.0);
     let mut k = 0;
     let status = loop {
@@ -468,13 +561,30 @@ pub(crate) fn iterate(
         // Corrector with centering σμ and the second-order term, same factorization.
         complementarity_rhs(&std.blocks, &scalings, Some(&aff), sigma * mu, &mut r_c);
         newton.solve(kkt, &r_c, &mut dir);
-        if [&dir.x, &dir.z, &dir.s]
-            .iter()
-            .any(|v| v.iter().any(|x| !x.is_finite()))
-        {
+        if !finite(&dir) {
             break Status::NumericalError;
         }
-        let alpha = (params.step_fraction * step_to_boundary(&std.blocks, &it, &dir)).min(1.0);
+        // Centrality correctors on the same factorization (the affine direction's storage
+        // holds each trial): on settled piles a few badly centred cones of thousands cut the
+        // step (4000 spheres: α 0.60–0.85 with 12–80 cones below 1.5 α; 25 → 18 iterations).
+        let mut step = step_to_boundary(&std.blocks, &it, &dir);
+        for _ in 0..correctors {
+            if step >= 1.0 {
+                break;
+            }
+            let reach = (step + CORRECTOR_REACH).min(1.0);
+            centrality_rhs(&std.blocks, &scalings, &dir, reach, &mut r_t);
+            r_t.iter_mut().zip(&r_c).for_each(|(t, c)| *t += c);
+            newton.solve(kkt, &r_t, &mut aff);
+            let longer = step_to_boundary(&std.blocks, &it, &aff);
+            if !finite(&aff) || longer < step + CORRECTOR_GAIN * (reach - step) {
+                break;
+            }
+            std::mem::swap(&mut aff, &mut dir);
+            std::mem::swap(&mut r_t, &mut r_c);
+            step = longer;
+        }
+        let alpha = (params.step_fraction * step).min(1.0);
         for (v, d) in it.x.iter_mut().zip(&dir.x) {
             *v += alpha * d;
         }

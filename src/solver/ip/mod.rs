@@ -157,6 +157,11 @@ pub struct IpParams {
     /// that long steps alternate with short ones). The Coulomb fixed point's inner solves
     /// take at least 0.999 (at 0.99 the fixed point on Capsules-i103-990 stalls at 2.5e-10).
     pub step_fraction: f64,
+    /// Gondzio's centrality correctors per iteration at most (module `mehrotra`), on KKT
+    /// systems of at least 4096 unknowns: settled `balls_in_box`, 1000 spheres 20 → 16
+    /// iterations, 4000 spheres 25 → 18. Not in the Coulomb fixed point's inner solves (with
+    /// them it stalls on Capsules-i103-990 at a Siconos error of 2.5e-10, target 1e-11).
+    pub correctors: usize,
     /// A step shorter than this, three iterations in a row, is a stall.
     pub min_step: f64,
     /// Iterations without improvement of the measures before [`Status::Stalled`].
@@ -179,6 +184,7 @@ impl Default for IpParams {
             warm_start: WarmStart::default(),
             warm_margin: 1e-2,
             step_fraction: 0.99,
+            correctors: 5,
             min_step: 1e-8,
             stall_iterations: 5,
             max_iter: 200,
@@ -673,6 +679,7 @@ impl IpSession {
         }
         let params = IpParams {
             step_fraction: params.step_fraction.max(COULOMB_STEP_FRACTION),
+            correctors: 0,
             ..params
         };
         // The second Coulomb round (below) solves its inner problems to rounding level.
