@@ -360,42 +360,67 @@ impl Broad {
             ..
         } = *bodies;
         self.envelope = envelope;
-        self.aabbs.clear();
-        self.aabbs.par_extend(
-            shapes
-                .par_iter()
-                .zip(poses)
-                .map(|(s, p)| Aabb::of(s, p, envelope).filter(Aabb::is_finite)),
-        );
-        self.spheres.clear();
-        self.spheres
-            .par_extend(shapes.par_iter().zip(poses).map(|(s, p)| {
+        let n = shapes.len();
+        self.aabbs.resize(n, None);
+        self.spheres.resize(n, [0.0; 4]);
+        (
+            self.aabbs.par_iter_mut(),
+            self.spheres.par_iter_mut(),
+            shapes,
+            poses,
+        )
+            .into_par_iter()
+            .with_min_len(crate::PAR_MIN_ITEMS)
+            .for_each(|(aabb, sphere, s, p)| {
+                *aabb = Aabb::of(s, p, envelope).filter(Aabb::is_finite);
                 let r = s.bounding_radius().unwrap_or(f64::INFINITY);
-                [p.position.x, p.position.y, p.position.z, r]
-            }));
+                *sphere = [p.position.x, p.position.y, p.position.z, r];
+            });
         self.grid = Grid {
             base: base_cell(&self.aabbs, &mut self.sizes),
         };
         let grid = &self.grid;
-        self.levels.clear();
-        self.levels.par_extend(
-            self.aabbs
-                .par_iter()
-                .map(|b| b.as_ref().map(|b| grid.level_of(b))),
-        );
-        self.used.clear();
-        for &k in self.levels.iter().flatten() {
-            if let Err(at) = self.used.binary_search(&k) {
-                self.used.insert(at, k);
-            }
-        }
         let aabbs = &self.aabbs;
+        self.levels.resize(n, None);
+        self.levels
+            .par_iter_mut()
+            .zip(aabbs)
+            .with_min_len(crate::PAR_MIN_ITEMS)
+            .for_each(|(level, b)| *level = b.as_ref().map(|b| grid.level_of(b)));
+        // The levels in use, sorted: a parallel union of small sorted sets.
+        let used = self
+            .levels
+            .par_iter()
+            .with_min_len(crate::PAR_MIN_ITEMS)
+            .fold(SmallVec::<[u32; 4]>::new, |mut used, level| {
+                if let Some(k) = *level
+                    && let Err(at) = used.binary_search(&k)
+                {
+                    used.insert(at, k);
+                }
+                used
+            })
+            .reduce(SmallVec::new, |mut a, b| {
+                for k in b {
+                    if let Err(at) = a.binary_search(&k) {
+                        a.insert(at, k);
+                    }
+                }
+                a
+            });
+        self.used.clear();
+        self.used.extend_from_slice(&used);
         self.entries.clear();
-        self.entries
-            .extend(self.levels.iter().enumerate().filter_map(|(body, level)| {
-                let key = grid.key_of((*level)?, &aabbs[body]?.center());
-                Some(Entry { key, body })
-            }));
+        self.entries.par_extend(
+            self.levels
+                .par_iter()
+                .enumerate()
+                .with_min_len(crate::PAR_MIN_ITEMS)
+                .filter_map(|(body, level)| {
+                    let key = grid.key_of((*level)?, &aabbs[body]?.center());
+                    Some(Entry { key, body })
+                }),
+        );
         self.table.fill(&self.entries, &self.used);
     }
 
@@ -491,16 +516,33 @@ fn spheres_meet(a: &[f64; 4], b: &[f64; 4], envelope: f64) -> bool {
     d2 <= reach * reach
 }
 
-/// Side of the level-0 cells: the median AABB size (`sizes` is scratch).
+/// Side of the level-0 cells: the median AABB size (`sizes` is scratch). Bodies of one
+/// size (a parallel min and max says so) need no selection.
 fn base_cell(aabbs: &[Option<Aabb>], sizes: &mut Vec<f64>) -> f64 {
-    sizes.clear();
-    sizes.extend(aabbs.iter().flatten().map(Aabb::size));
-    if sizes.is_empty() {
-        return 1.0;
-    }
-    let mid = sizes.len() / 2;
-    let (_, median, _) = sizes.select_nth_unstable_by(mid, f64::total_cmp);
-    if *median > 0.0 { *median } else { 1.0 }
+    let (lo, hi) = aabbs
+        .par_iter()
+        .with_min_len(crate::PAR_MIN_ITEMS)
+        .flatten()
+        .map(|b| {
+            let size = b.size();
+            (size, size)
+        })
+        .reduce(
+            || (f64::INFINITY, f64::NEG_INFINITY),
+            |a, b| (a.0.min(b.0), a.1.max(b.1)),
+        );
+    let median = if lo == hi {
+        lo
+    } else {
+        sizes.clear();
+        sizes.extend(aabbs.iter().flatten().map(Aabb::size));
+        if sizes.is_empty() {
+            return 1.0;
+        }
+        let mid = sizes.len() / 2;
+        *sizes.select_nth_unstable_by(mid, f64::total_cmp).1
+    };
+    if median > 0.0 { median } else { 1.0 }
 }
 
 #[cfg(test)]
