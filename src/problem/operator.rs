@@ -186,9 +186,10 @@ impl FactoredOperator {
     /// as [`super::JacobianBlock::rows`]) and its `d_k` entries of the bias `b`, which comes
     /// back beside the operator; it must write every one of them (the buffers hold the last
     /// operator's values). With `velocity` `v` (6 per body), `r = J v + b` comes back
-    /// instead of `b`, each block's rows times `v` added while they are in cache. The blocks
-    /// are written in parallel, each block's rows of `M⁻¹ Jᵀ` right after its rows of `J`;
-    /// the buffers are taken from `storage` (that of an earlier operator, from
+    /// instead of `b`, each block's rows times `v` added while they are in cache. Two
+    /// parallel passes over fixed runs of blocks: the blocks' bodies and the runs' sizes,
+    /// then each run's offsets and rows (the body → block links counted on one thread
+    /// beside it); the buffers are taken from `storage` (that of an earlier operator, from
     /// [`Self::into_storage`]) so that a time stepper reuses the pages of the last step
     /// instead of having fresh ones mapped and zeroed.
     pub(crate) fn build_in(

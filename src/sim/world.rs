@@ -980,6 +980,7 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::problem::operator::DelassusOperator;
 
     /// The step's system, built straight from the contacts in the memory of the last
     /// steps' (larger) system, against the system of the validated [`Problem`] of
@@ -1014,6 +1015,87 @@ mod tests {
         assert_eq!(sys.velocities(&gamma), expected.velocities(&gamma));
         for k in 0..sys.blocks() {
             assert_eq!(sys.diagonal_block(k), expected.diagonal_block(k));
+        }
+    }
+
+    /// The operator's products form the rows of `M⁻¹ Jᵀ` on the fly: the table that
+    /// `minv_jac` forms holds `M⁻¹`·row, and the products made from it, in the order of the
+    /// body links, equal the operator's to the bit.
+    #[test]
+    fn products_on_the_fly_equal_those_of_the_minv_jac_table() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/wrecking_ball.toml");
+        let mut scene = crate::sim::scene::load(std::path::Path::new(path), &[]).unwrap();
+        let world = &mut scene.world;
+        let mut solver = Runner::new(crate::registry::solver("pgs").unwrap());
+        for _ in 0..20 {
+            world.step(&mut solver).unwrap();
+        }
+        world.prescribe();
+        world.detect();
+        let (sys, _) = world.assemble_system().unwrap();
+        let op = sys.factored().unwrap();
+        let (jac, minv, start, offsets) = (op.jac(), op.minv_jac(), op.jac_start(), op.offsets());
+        assert!(op.links().len() > 20);
+        let row = |k: usize, s: usize, i: usize| start[k] + s * (offsets[k + 1] - offsets[k]) + i;
+        for k in 0..sys.blocks() {
+            for (s, &body) in op.block_bodies(k).iter().enumerate() {
+                for i in 0..offsets[k + 1] - offsets[k] {
+                    let (j, m) = (jac[row(k, s, i)], minv[row(k, s, i)]);
+                    assert_eq!(m, std::array::from_fn(|c| op.inv_mass()[body][c] * j[c]));
+                }
+            }
+        }
+        let gamma: Vec<f64> = (0..sys.rows()).map(|i| 0.5 + (i % 5) as f64).collect();
+        let mut w = vec![0.0; 6 * op.bodies()];
+        op.impulse_to_velocity(&gamma, &mut w);
+        let mut expected = vec![0.0; w.len()];
+        for (body, wb) in expected.chunks_mut(6).enumerate() {
+            for &(k, s) in &op.links()[op.links_ptr()[body]..op.links_ptr()[body + 1]] {
+                for (i, g) in gamma[offsets[k]..offsets[k + 1]].iter().enumerate() {
+                    (0..6).for_each(|c| wb[c] += minv[row(k, s, i)][c] * g);
+                }
+            }
+        }
+        assert_eq!(w, expected);
+        for k in 0..sys.blocks() {
+            let d = offsets[k + 1] - offsets[k];
+            let mut out = [0.0; 9];
+            let mut expected = [0.0; 9];
+            op.diagonal_block(k, &mut out);
+            for s in 0..op.block_bodies(k).len() {
+                for (a, b) in (0..d).flat_map(|a| (0..d).map(move |b| (a, b))) {
+                    let (ja, mb) = (jac[row(k, s, a)], minv[row(k, s, b)]);
+                    expected[a * d + b] += (0..6).map(|c| ja[c] * mb[c]).sum::<f64>();
+                }
+            }
+            assert_eq!(out, expected, "block {k}");
+        }
+    }
+
+    /// The dynamic index, numbered run by run in parallel, against its definition, in
+    /// buffers that hold stale values.
+    #[test]
+    fn dynamic_index_numbers_the_dynamic_bodies_in_scene_order() {
+        let ball = Shape::Sphere { radius: 0.1 };
+        let bodies: Vec<RigidBody> = (0..10_000)
+            .map(|i| {
+                let pose = Pose::at(Vector3::new(i as f64, 0.0, 0.0));
+                if i % 7 == 3 || (4000..4200).contains(&i) {
+                    RigidBody::fixed(ball, pose)
+                } else {
+                    RigidBody::dynamic(ball, pose, 1.0, Vector3::repeat(1.0))
+                }
+            })
+            .collect();
+        let (mut index, mut dynamic) = (vec![Some(99); 3], vec![5; 20_000]);
+        dynamic_bodies(&bodies, &mut index, &mut dynamic);
+        let expected: Vec<usize> = (0..bodies.len())
+            .filter(|&i| bodies[i].is_dynamic())
+            .collect();
+        assert_eq!(dynamic, expected);
+        assert_eq!(index.len(), bodies.len());
+        for (i, slot) in index.iter().enumerate() {
+            assert_eq!(*slot, expected.binary_search(&i).ok(), "body {i}");
         }
     }
 

@@ -1,20 +1,21 @@
 //! Broad phase: a hierarchical uniform grid over the axis-aligned bounding boxes (AABBs) of
 //! the non-plane shapes.
 //!
-//! Level `k` has cubic cells of side `base·2^k`, `base` being the median AABB size; a body is
-//! put in the finest level whose cells are at least its size, in the one cell that holds
-//! the center of its AABB. The (level, cell, body) entries are counting-sorted by cell
-//! (cells numbered densely within each level's box, hashed buckets when the boxes would be
-//! sparse). Two bodies of sizes at most `s` that overlap have centers less than `s` apart
-//! along each axis, so each body finds its partners in the 27 cells around its center: at
-//! its own level those of larger index, at each coarser level all (the finer body of a
-//! pair looks up the coarser one). A pair is a candidate when the AABBs overlap and the
-//! bounding spheres come within the envelope. Each body does a bounded number of look-ups
-//! per level, so the work is linear in the number of bodies plus the number of pairs.
-//! [`Broad::pairs_of`] gives one body's pairs already sorted, so that the caller can run
-//! bodies in parallel and keep the order; only the pairs with a coarser body of smaller
-//! index sort elsewhere. Planes (infinite) are paired with every non-plane body whose AABB
-//! reaches them. The buffers are kept between calls ([`Broad`]).
+//! Level `k` has cubic cells of side `base·2^k`, `base` being the median AABB size (of an
+//! even sample of at most [`SIZE_SAMPLE`] bodies); a body is put in the finest level whose
+//! cells are at least its size, in the one cell that holds the center of its AABB. The
+//! (level, cell, body) entries are counting-sorted by cell (cells numbered densely within
+//! each level's box, hashed buckets when the boxes would be sparse). Two bodies of sizes at
+//! most `s` that overlap have centers less than `s` apart along each axis, so each body
+//! finds its partners in the 27 cells around its center: at its own level those of larger
+//! index, at each coarser level all (the finer body of a pair looks up the coarser one). A
+//! pair is a candidate when the AABBs overlap and the bounding spheres come within the
+//! envelope. Each body does a bounded number of look-ups per level, so the work is linear
+//! in the number of bodies plus the number of pairs. [`Broad::pairs_of`] gives one body's
+//! pairs already sorted, so that the caller can run bodies in parallel and keep the order;
+//! only the pairs with a coarser body of smaller index sort elsewhere. Planes (infinite)
+//! are paired with every non-plane body whose AABB reaches them. The buffers are kept
+//! between calls ([`Broad`]).
 
 use nalgebra::Vector3;
 use rayon::prelude::*;
@@ -516,33 +517,28 @@ fn spheres_meet(a: &[f64; 4], b: &[f64; 4], envelope: f64) -> bool {
     d2 <= reach * reach
 }
 
-/// Side of the level-0 cells: the median AABB size (`sizes` is scratch). Bodies of one
-/// size (a parallel min and max says so) need no selection.
+/// Bodies whose sizes set the level-0 cell: all of a smaller scene, else this many spread
+/// evenly over the bodies.
+const SIZE_SAMPLE: usize = 1024;
+
+/// Side of the level-0 cells: the median AABB size of [`SIZE_SAMPLE`] bodies spread evenly
+/// over the bodies (of all of them when they are fewer, or when the sample has no AABB;
+/// `sizes` is scratch). Any side finds the same pairs: the median only keeps the levels
+/// few and the cells fitted to most bodies.
 fn base_cell(aabbs: &[Option<Aabb>], sizes: &mut Vec<f64>) -> f64 {
-    let (lo, hi) = aabbs
-        .par_iter()
-        .with_min_len(crate::PAR_MIN_ITEMS)
-        .flatten()
-        .map(|b| {
-            let size = b.size();
-            (size, size)
-        })
-        .reduce(
-            || (f64::INFINITY, f64::NEG_INFINITY),
-            |a, b| (a.0.min(b.0), a.1.max(b.1)),
-        );
-    let median = if lo == hi {
-        lo
-    } else {
-        sizes.clear();
+    let n = aabbs.len();
+    let step = n.div_ceil(SIZE_SAMPLE).max(1);
+    sizes.clear();
+    sizes.extend(aabbs.iter().step_by(step).flatten().map(Aabb::size));
+    if sizes.is_empty() {
         sizes.extend(aabbs.iter().flatten().map(Aabb::size));
-        if sizes.is_empty() {
-            return 1.0;
-        }
-        let mid = sizes.len() / 2;
-        *sizes.select_nth_unstable_by(mid, f64::total_cmp).1
-    };
-    if median > 0.0 { median } else { 1.0 }
+    }
+    if sizes.is_empty() {
+        return 1.0;
+    }
+    let mid = sizes.len() / 2;
+    let (_, median, _) = sizes.select_nth_unstable_by(mid, f64::total_cmp);
+    if *median > 0.0 { *median } else { 1.0 }
 }
 
 #[cfg(test)]
