@@ -982,19 +982,25 @@ mod tests {
     use super::*;
     use crate::problem::operator::DelassusOperator;
 
+    /// The wrecking-ball scene (contacts and joints) after `steps` steps of `pgs`, its
+    /// step buffers sized by them.
+    fn wrecking_ball_after(steps: usize) -> crate::sim::scene::Scene {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/wrecking_ball.toml");
+        let mut scene = crate::sim::scene::load(std::path::Path::new(path), &[]).unwrap();
+        let mut solver = Runner::new(crate::registry::solver("pgs").unwrap());
+        for _ in 0..steps {
+            scene.world.step(&mut solver).unwrap();
+        }
+        scene
+    }
+
     /// The step's system, built straight from the contacts in the memory of the last
     /// steps' (larger) system, against the system of the validated [`Problem`] of
     /// [`World::problem`]: the same `r`, diagonal blocks, products and velocities, to the bit.
     #[test]
     fn system_from_contacts_in_reused_memory_equals_the_problems() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/wrecking_ball.toml");
-        let mut scene = crate::sim::scene::load(std::path::Path::new(path), &[]).unwrap();
+        let mut scene = wrecking_ball_after(30);
         let world = &mut scene.world;
-        let mut solver = Runner::new(crate::registry::solver("pgs").unwrap());
-        world.spare = Spare::default();
-        for _ in 0..30 {
-            world.step(&mut solver).unwrap();
-        }
         // Leave fewer contacts than the memory was last sized for.
         let kept = world.bodies.len() - 3;
         world.bodies.truncate(kept);
@@ -1023,13 +1029,8 @@ mod tests {
     /// body links, equal the operator's to the bit.
     #[test]
     fn products_on_the_fly_equal_those_of_the_minv_jac_table() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/wrecking_ball.toml");
-        let mut scene = crate::sim::scene::load(std::path::Path::new(path), &[]).unwrap();
+        let mut scene = wrecking_ball_after(20);
         let world = &mut scene.world;
-        let mut solver = Runner::new(crate::registry::solver("pgs").unwrap());
-        for _ in 0..20 {
-            world.step(&mut solver).unwrap();
-        }
         world.prescribe();
         world.detect();
         let (sys, _) = world.assemble_system().unwrap();
