@@ -66,6 +66,7 @@ pub mod app;
 pub mod error;
 pub mod gpu;
 pub mod limits;
+mod par;
 pub mod problem;
 pub mod registry;
 pub mod render;

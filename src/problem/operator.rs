@@ -9,11 +9,12 @@
 
 use std::mem::take;
 use std::ops::Range;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use rayon::prelude::*;
 
 use super::{BlockBodies, Cone, CsrMatrix, Factored, JacobianBlock};
+use crate::par::{split_by, starts};
 
 /// `N = J M⁻¹ Jᵀ` (or an explicit `N`) on rows grouped in blocks of 1 to 3 rows.
 pub trait DelassusOperator: Send + Sync {
@@ -84,7 +85,6 @@ pub(crate) struct Storage {
     block_bodies: Vec<BlockBodies>,
     jac_start: Vec<usize>,
     jac: Vec<[f64; 6]>,
-    minv_jac: Vec<[f64; 6]>,
     links_ptr: Vec<usize>,
     links: Vec<(usize, usize)>,
     scratch: Vec<f64>,
@@ -125,18 +125,22 @@ impl Clone for Storage {
 
 /// The factored form: bodies with a diagonal `M⁻¹`, and per-block Jacobians.
 ///
-/// Precomputes `s = M⁻¹ Jᵀ` row by row (the `s_i` of Algorithm 4.1) and a body → (block,
-/// side) list, so that `M⁻¹ Jᵀ γ` is a gather per body with a fixed summation order: the
-/// result is the same whatever the number of threads.
+/// Stores the rows of `J` and a body → (block, side) list, so that `M⁻¹ Jᵀ γ` is a gather
+/// per body with a fixed summation order: the result is the same whatever the number of
+/// threads. The rows of `s = M⁻¹ Jᵀ` (the `s_i` of Algorithm 4.1) are the rows of `J`
+/// scaled by the body's diagonal `M⁻¹`: the products form them on the fly (the bytes of a
+/// stored copy would cost more to write each time step than the multiplications), and
+/// [`Self::minv_jac`] stores them only when a consumer asks for the table.
 #[derive(Debug)]
 pub struct FactoredOperator {
     offsets: Vec<usize>,
     /// Bodies of each block (1 or 2).
     block_bodies: Vec<BlockBodies>,
-    /// First entry of each block in `jac`/`minv_jac`; block `k` has `d_k · bodies` rows.
+    /// First entry of each block in `jac`; block `k` has `d_k · bodies` rows.
     jac_start: Vec<usize>,
     jac: Vec<[f64; 6]>,
-    minv_jac: Vec<[f64; 6]>,
+    /// The rows of `M⁻¹ Jᵀ`, formed on the first call of [`Self::minv_jac`].
+    minv_jac: OnceLock<Vec<[f64; 6]>>,
     /// The diagonal of `M⁻¹`, 6 entries per body.
     inv_mass: Vec<[f64; 6]>,
     /// CSR over bodies of the (block, side) pairs acting on each body, in block order.
@@ -182,9 +186,10 @@ impl FactoredOperator {
     /// as [`super::JacobianBlock::rows`]) and its `d_k` entries of the bias `b`, which comes
     /// back beside the operator; it must write every one of them (the buffers hold the last
     /// operator's values). With `velocity` `v` (6 per body), `r = J v + b` comes back
-    /// instead of `b`, each block's rows times `v` added while they are in cache. The blocks
-    /// are written in parallel, each block's rows of `M⁻¹ Jᵀ` right after its rows of `J`;
-    /// the buffers are taken from `storage` (that of an earlier operator, from
+    /// instead of `b`, each block's rows times `v` added while they are in cache. Two
+    /// parallel passes over fixed runs of blocks: the blocks' bodies and the runs' sizes,
+    /// then each run's offsets and rows (the body → block links counted on one thread
+    /// beside it); the buffers are taken from `storage` (that of an earlier operator, from
     /// [`Self::into_storage`]) so that a time stepper reuses the pages of the last step
     /// instead of having fresh ones mapped and zeroed.
     pub(crate) fn build_in(
@@ -195,96 +200,94 @@ impl FactoredOperator {
         velocity: Option<&[f64]>,
         storage: &mut Storage,
     ) -> (Self, Vec<f64>) {
-        let mut masses = take(&mut storage.inv_mass);
-        masses.clear();
-        masses.par_extend(inv_mass);
-        let inv_mass = masses;
+        let mut inv_mass_out = take(&mut storage.inv_mass);
+        inv_mass_out.clear();
+        inv_mass_out.par_extend(inv_mass);
+        let inv_mass = inv_mass_out;
         let mut offsets = take(&mut storage.offsets);
-        let mut block_bodies = take(&mut storage.block_bodies);
+        let mut bodies_vec = take(&mut storage.block_bodies);
         let mut jac_start = take(&mut storage.jac_start);
         let mut jac = take(&mut storage.jac);
-        let mut minv_jac = take(&mut storage.minv_jac);
         let mut links_ptr = take(&mut storage.links_ptr);
         let mut links = take(&mut storage.links);
         let mut scratch = take(&mut storage.scratch);
         let mut b = take(&mut storage.r);
-        offsets_into(&mut offsets, dims.iter().copied());
-        block_bodies.clear();
-        block_bodies.par_extend((0..dims.len()).into_par_iter().map(&bodies_of));
-        offsets_into(
-            &mut jac_start,
-            dims.iter().zip(&block_bodies).map(|(d, bb)| d * bb.len()),
-        );
-        let rows = jac_start[dims.len()];
-        let m = offsets[dims.len()];
-        // `fill` and the pass below write every entry: the buffers are only resized, so that
-        // the last step's values are overwritten instead of zeroed first.
+        let n = dims.len();
+        // Every buffer is only resized, never cleared: the passes below overwrite each entry,
+        // so the last step's pages are reused instead of zeroed first.
+        bodies_vec.resize(n, BlockBodies::new());
+        // Each run's blocks' bodies, and the run's rows and Jacobian rows.
+        let sizes: Vec<(usize, usize)> = bodies_vec
+            .par_chunks_mut(RUN)
+            .enumerate()
+            .map(|(r, part)| {
+                let first = r * RUN;
+                part.iter_mut()
+                    .enumerate()
+                    .fold((0, 0), |(m, rows), (i, bodies)| {
+                        *bodies = bodies_of(first + i);
+                        let d = dims[first + i];
+                        (m + d, rows + d * bodies.len())
+                    })
+            })
+            .collect();
+        // The runs' first row and first Jacobian row, and the totals.
+        let (row_starts, m) = starts(sizes.iter().map(|s| s.0));
+        let (jac_starts, rows) = starts(sizes.iter().map(|s| s.1));
+        offsets.resize(n + 1, 0);
+        jac_start.resize(n + 1, 0);
         jac.resize(rows, [0.0; 6]);
-        minv_jac.resize(rows, [0.0; 6]);
         b.resize(m, 0.0);
-        let parts = block_runs(&jac_start, &mut jac)
-            .into_iter()
-            .zip(block_runs(&jac_start, &mut minv_jac))
-            .zip(block_runs(&offsets, &mut b));
-        parts.collect::<Vec<_>>().into_par_iter().for_each(
-            |(((run, jac), (_, minv_jac)), (_, b))| {
-                let (base, row_base) = (jac_start[run.start], offsets[run.start]);
-                for k in run {
-                    let (start, end) = (jac_start[k] - base, jac_start[k + 1] - base);
-                    let j = &mut jac[start..end];
-                    fill(
-                        k,
-                        j,
-                        &mut b[offsets[k] - row_base..offsets[k + 1] - row_base],
-                    );
-                    let d = dims[k];
-                    for (s, &body) in block_bodies[k].iter().enumerate() {
-                        let im = &inv_mass[body];
-                        let side = s * d..(s + 1) * d;
-                        for (o, row) in minv_jac[start..end][side.clone()].iter_mut().zip(&j[side])
-                        {
-                            *o = std::array::from_fn(|c| im[c] * row[c]);
-                        }
-                    }
-                    if let Some(v) = velocity {
-                        let rows = &mut b[offsets[k] - row_base..offsets[k + 1] - row_base];
-                        for (r, ri) in rows.iter_mut().enumerate() {
-                            *ri += row_times_velocity(&block_bodies[k], j, d, r, v);
-                        }
-                    }
-                }
-            },
-        );
-        // The (block, side) pairs of each body: a counting sort by body, in block order
-        // (counts shifted by one place so that the cursors of the placement end as the
-        // ends of the bodies' lists).
         let nb = inv_mass.len();
-        links_ptr.clear();
-        links_ptr.resize(nb + 2, 0);
-        for bodies in &block_bodies {
-            for &body in bodies {
-                links_ptr[body + 2] += 1;
-            }
-        }
-        for i in 0..nb {
-            links_ptr[i + 2] += links_ptr[i + 1];
-        }
-        links.resize(links_ptr[nb + 1], (0, 0));
-        for (k, bodies) in block_bodies.iter().enumerate() {
-            for (s, &body) in bodies.iter().enumerate() {
-                links[links_ptr[body + 1]] = (k, s);
-                links_ptr[body + 1] += 1;
-            }
-        }
-        links_ptr.pop();
+        let block_bodies = &bodies_vec[..];
+        let fill_runs = || {
+            let row_parts = split_by(&mut b, sizes.iter().map(|s| s.0));
+            let jac_parts = split_by(&mut jac, sizes.iter().map(|s| s.1));
+            let offset_parts = offsets[1..]
+                .chunks_mut(RUN)
+                .zip(jac_start[1..].chunks_mut(RUN));
+            let runs: Vec<_> = offset_parts
+                .zip(row_parts.into_iter().zip(jac_parts))
+                .collect();
+            runs.into_par_iter()
+                .zip(row_starts.par_iter().zip(&jac_starts))
+                .enumerate()
+                .for_each(|(r, (((offsets, jac_start), (b, jac)), (&m0, &r0)))| {
+                    let first = r * RUN;
+                    let (mut at, mut row_at) = (0, 0);
+                    for (i, (o, js)) in offsets.iter_mut().zip(jac_start).enumerate() {
+                        let (k, d) = (first + i, dims[first + i]);
+                        let bodies = &block_bodies[k];
+                        let (j, bk) = (
+                            &mut jac[row_at..row_at + d * bodies.len()],
+                            &mut b[at..at + d],
+                        );
+                        fill(k, j, bk);
+                        if let Some(v) = velocity {
+                            for (r, ri) in bk.iter_mut().enumerate() {
+                                *ri += row_times_velocity(bodies, j, d, r, v);
+                            }
+                        }
+                        at += d;
+                        row_at += j.len();
+                        (*o, *js) = (m0 + at, r0 + row_at);
+                    }
+                });
+        };
+        // The links need only the blocks' bodies: built on one thread while the others fill
+        // the rows.
+        rayon::join(fill_runs, || {
+            body_links(block_bodies, nb, &mut links_ptr, &mut links);
+        });
+        (offsets[0], jac_start[0]) = (0, 0);
         // Each product zeroes it first.
         scratch.resize(6 * nb, 0.0);
         let op = FactoredOperator {
             offsets,
-            block_bodies,
+            block_bodies: bodies_vec,
             jac_start,
             jac,
-            minv_jac,
+            minv_jac: OnceLock::new(),
             inv_mass,
             scratch: Mutex::new(scratch),
             links_ptr,
@@ -312,7 +315,6 @@ impl FactoredOperator {
             block_bodies: self.block_bodies,
             jac_start: self.jac_start,
             jac: self.jac,
-            minv_jac: self.minv_jac,
             links_ptr: self.links_ptr,
             links: self.links,
             scratch: self.scratch.into_inner().unwrap_or_else(|e| e.into_inner()),
@@ -325,11 +327,27 @@ impl FactoredOperator {
         self.offsets[k + 1] - self.offsets[k]
     }
 
-    /// Rows of block `k` for its body on side `s`, in `table` (`jac` or `minv_jac`).
-    fn side_rows<'a>(&self, table: &'a [[f64; 6]], k: usize, s: usize) -> &'a [[f64; 6]] {
+    /// Jacobian rows of block `k` for its body on side `s`.
+    fn side_rows(&self, k: usize, s: usize) -> &[[f64; 6]] {
         let d = self.dim(k);
         let start = self.jac_start[k] + s * d;
-        &table[start..start + d]
+        &self.jac[start..start + d]
+    }
+
+    /// Row `row` of `J` for `body` scaled by its diagonal `M⁻¹`: a row of `M⁻¹ Jᵀ`.
+    fn scaled(&self, body: usize, row: &[f64; 6]) -> [f64; 6] {
+        let im = &self.inv_mass[body];
+        std::array::from_fn(|c| im[c] * row[c])
+    }
+
+    /// Rows of `M⁻¹ Jᵀ` of block `k` for its body on side `s` (up to 3; the first `d_k`).
+    fn minv_side(&self, k: usize, s: usize) -> [[f64; 6]; 3] {
+        let body = self.block_bodies[k][s];
+        let mut out = [[0.0; 6]; 3];
+        for (o, row) in out.iter_mut().zip(self.side_rows(k, s)) {
+            *o = self.scaled(body, row);
+        }
+        out
     }
 
     /// The diagonal of `M⁻¹` of each body.
@@ -364,9 +382,27 @@ impl FactoredOperator {
     }
 
     /// The rows of `M⁻¹ Jᵀ` (transposed: one row of 6 per Jacobian row), same layout as
-    /// [`Self::jac`].
+    /// [`Self::jac`]: formed in parallel on the first call (the operator's own products
+    /// form them on the fly).
     pub fn minv_jac(&self) -> &[[f64; 6]] {
-        &self.minv_jac
+        self.minv_jac.get_or_init(|| {
+            let mut out = vec![[0.0; 6]; self.jac.len()];
+            block_runs(&self.jac_start, &mut out)
+                .into_par_iter()
+                .for_each(|(run, part)| {
+                    let base = self.jac_start[run.start];
+                    for k in run {
+                        let mut at = self.jac_start[k] - base;
+                        for (s, &body) in self.block_bodies[k].iter().enumerate() {
+                            for row in self.side_rows(k, s) {
+                                part[at] = self.scaled(body, row);
+                                at += 1;
+                            }
+                        }
+                    }
+                });
+            out
+        })
     }
 
     /// CSR over bodies of the `(block, side)` pairs acting on each body, in block order:
@@ -389,10 +425,10 @@ impl FactoredOperator {
             let links = &self.links[self.links_ptr[body]..self.links_ptr[body + 1]];
             for &(k, s) in links {
                 for &(l, t) in links {
-                    let rows = self.side_rows(&self.jac, k, s);
-                    let cols = self.side_rows(&self.minv_jac, l, t);
+                    let rows = self.side_rows(k, s);
+                    let cols = self.minv_side(l, t);
                     for (a, ra) in rows.iter().enumerate() {
-                        for (c, rc) in cols.iter().enumerate() {
+                        for (c, rc) in cols[..self.dim(l)].iter().enumerate() {
                             let v = dot6(ra, rc);
                             triplets.push((self.offsets[k] + a, self.offsets[l] + c, v));
                         }
@@ -411,11 +447,13 @@ impl FactoredOperator {
             .enumerate()
             .for_each(|(body, wb)| {
                 wb.fill(0.0);
+                let im = &self.inv_mass[body];
                 for &(k, s) in &self.links[self.links_ptr[body]..self.links_ptr[body + 1]] {
                     let g = &gamma[self.offsets[k]..self.offsets[k + 1]];
-                    for (row, gr) in self.side_rows(&self.minv_jac, k, s).iter().zip(g) {
+                    for (row, gr) in self.side_rows(k, s).iter().zip(g) {
                         for c in 0..6 {
-                            wb[c] += row[c] * gr;
+                            // The row of M⁻¹ Jᵀ, im · row, formed as `scaled` forms it.
+                            wb[c] += im[c] * row[c] * gr;
                         }
                     }
                 }
@@ -444,22 +482,51 @@ impl FactoredOperator {
     }
 }
 
-/// `out` cut into runs of consecutive blocks for the threads: block `k` owns
-/// `out[start[k]..start[k + 1]]`, and each run comes with its blocks and its part. The runs
-/// do not depend on the number of threads, so neither does what is written in them.
+/// Blocks per run of the parallel passes: enough to amortize a task, few enough to balance
+/// the threads. The runs do not depend on the number of threads, so neither does what is
+/// written in them.
+const RUN: usize = 4096;
+
+/// `out` cut into runs of [`RUN`] consecutive blocks for the threads: block `k` owns
+/// `out[start[k]..start[k + 1]]`, and each run comes with its blocks and its part.
 fn block_runs<'a, T>(start: &[usize], out: &'a mut [T]) -> Vec<(Range<usize>, &'a mut [T])> {
-    /// Blocks per run: enough to amortize a task, few enough to balance the threads.
-    const RUN: usize = 4096;
     let blocks = start.len() - 1;
-    let mut runs = Vec::with_capacity(blocks.div_ceil(RUN));
-    let mut rest = out;
-    for first in (0..blocks).step_by(RUN) {
-        let last = (first + RUN).min(blocks);
-        let (part, tail) = rest.split_at_mut(start[last] - start[first]);
-        runs.push((first..last, part));
-        rest = tail;
+    let lengths = (0..blocks)
+        .step_by(RUN)
+        .map(|first| start[(first + RUN).min(blocks)] - start[first]);
+    let ranges = (0..blocks)
+        .step_by(RUN)
+        .map(|first| first..(first + RUN).min(blocks));
+    ranges.zip(split_by(out, lengths)).collect()
+}
+
+/// The `(block, side)` pairs acting on each of `nb` bodies, in block order, as CSR into
+/// `links_ptr` and `links`: a counting sort by body (counts shifted by one place, so that
+/// the cursors of the placement end as the ends of the bodies' lists).
+fn body_links(
+    block_bodies: &[BlockBodies],
+    nb: usize,
+    links_ptr: &mut Vec<usize>,
+    links: &mut Vec<(usize, usize)>,
+) {
+    links_ptr.clear();
+    links_ptr.resize(nb + 2, 0);
+    for bodies in block_bodies {
+        for &body in bodies {
+            links_ptr[body + 2] += 1;
+        }
     }
-    runs
+    for i in 0..nb {
+        links_ptr[i + 2] += links_ptr[i + 1];
+    }
+    links.resize(links_ptr[nb + 1], (0, 0));
+    for (k, bodies) in block_bodies.iter().enumerate() {
+        for (s, &body) in bodies.iter().enumerate() {
+            links[links_ptr[body + 1]] = (k, s);
+            links_ptr[body + 1] += 1;
+        }
+    }
+    links_ptr.pop();
 }
 
 fn dot6(a: &[f64; 6], b: &[f64]) -> f64 {
@@ -490,8 +557,8 @@ impl DelassusOperator for FactoredOperator {
         let d = self.dim(k);
         out[..d * d].fill(0.0);
         for s in 0..self.block_bodies[k].len() {
-            let j = self.side_rows(&self.jac, k, s);
-            let mj = self.side_rows(&self.minv_jac, k, s);
+            let j = self.side_rows(k, s);
+            let mj = self.minv_side(k, s);
             for a in 0..d {
                 for b in 0..d {
                     out[a * d + b] += dot6(&j[a], &mj[b]);
@@ -524,9 +591,10 @@ impl DelassusOperator for FactoredOperator {
 
     fn scatter(&self, k: usize, delta: &[f64], aux: &mut [f64]) {
         for (s, &body) in self.block_bodies[k].iter().enumerate() {
-            for (row, dr) in self.side_rows(&self.minv_jac, k, s).iter().zip(delta) {
+            let im = &self.inv_mass[body];
+            for (row, dr) in self.side_rows(k, s).iter().zip(delta) {
                 for c in 0..6 {
-                    aux[6 * body + c] += row[c] * dr;
+                    aux[6 * body + c] += im[c] * row[c] * dr;
                 }
             }
         }

@@ -21,6 +21,7 @@ use super::projection;
 use super::spring::Spring;
 use super::{Pose, Shape};
 use crate::error::Result;
+use crate::par::{split_by, starts};
 use crate::problem::operator::{FactoredOperator, Storage};
 use crate::problem::{
     BlockBodies, Body, Cone, Factored, FactoredParts, FrictionModel, Operator, Problem, System,
@@ -286,6 +287,37 @@ fn point_rows(
     rows
 }
 
+/// The problem body of each scene body (`None` for fixed and kinematic bodies) into
+/// `index`, and the scene body of each problem body (the dynamic bodies, in scene order)
+/// into `dynamic`: parallel over fixed runs of bodies, each numbering its dynamic bodies
+/// from the run's start.
+fn dynamic_bodies(bodies: &[RigidBody], index: &mut Vec<Option<usize>>, dynamic: &mut Vec<usize>) {
+    const RUN: usize = 4096;
+    let counts: Vec<usize> = bodies
+        .par_chunks(RUN)
+        .map(|run| run.iter().filter(|b| b.is_dynamic()).count())
+        .collect();
+    let (first, total) = starts(counts.iter().copied());
+    index.resize(bodies.len(), None);
+    dynamic.resize(total, 0);
+    index
+        .par_chunks_mut(RUN)
+        .zip(bodies.par_chunks(RUN))
+        .zip(split_by(dynamic, counts))
+        .zip(first)
+        .enumerate()
+        .for_each(|(r, (((index, run), part), first))| {
+            let mut at = 0;
+            for (i, (slot, body)) in index.iter_mut().zip(run).enumerate() {
+                *slot = body.is_dynamic().then(|| {
+                    part[at] = r * RUN + i;
+                    at += 1;
+                    first + at - 1
+                });
+            }
+        });
+}
+
 /// A joint row of a step's problem: its bodies (scene indices), rows and bias.
 struct JointBlock {
     a: Option<usize>,
@@ -312,6 +344,8 @@ struct Blocks {
     dynamic: Vec<usize>,
     /// The free velocities of the problem bodies, 6 per body.
     v_free: Vec<f64>,
+    /// Whether every free velocity is finite.
+    v_finite: bool,
     cones: Vec<Cone>,
     /// The dimension of each block.
     dims: Vec<usize>,
@@ -364,13 +398,21 @@ impl World {
     /// returns the number of contacts.
     fn detect(&mut self) -> usize {
         let c = &mut self.collider;
-        c.shapes.clear();
-        c.shapes.par_extend(self.bodies.par_iter().map(|b| b.shape));
-        c.poses.clear();
-        c.poses.par_extend(self.bodies.par_iter().map(|b| b.pose));
-        c.is_static.clear();
-        c.is_static
-            .par_extend(self.bodies.par_iter().map(|b| !b.is_dynamic()));
+        let n = self.bodies.len();
+        c.shapes.resize(n, Shape::Plane);
+        c.poses.resize(n, Pose::at(Vector3::zeros()));
+        c.is_static.resize(n, false);
+        (
+            c.shapes.par_iter_mut(),
+            c.poses.par_iter_mut(),
+            c.is_static.par_iter_mut(),
+            self.bodies.par_iter(),
+        )
+            .into_par_iter()
+            .with_min_len(crate::PAR_MIN_ITEMS)
+            .for_each(|(shape, pose, is_static, b)| {
+                (*shape, *pose, *is_static) = (b.shape, b.pose, !b.is_dynamic());
+            });
         c.detector.detect(
             &c.shapes,
             &c.poses,
@@ -397,7 +439,10 @@ impl World {
     /// Puts kinematic bodies where their prescribed motion has them at the current time.
     fn prescribe(&mut self) {
         let (t, h) = (self.time, self.settings.dt);
-        self.bodies.iter_mut().for_each(|b| b.prescribe(t, h));
+        self.bodies
+            .par_iter_mut()
+            .with_min_len(crate::PAR_MIN_ITEMS)
+            .for_each(|b| b.prescribe(t, h));
     }
 
     /// The problem the next step will solve (runs collision detection), e.g. to dump it.
@@ -432,7 +477,7 @@ impl World {
         let mut spare = std::mem::take(&mut self.spare);
         let blocks = self.blocks(&mut spare);
         let written = self.write(&blocks, Some(&blocks.v_free), &mut spare.storage);
-        let finite = written.finite && blocks.v_free.par_iter().all(|v| v.is_finite());
+        let finite = written.finite && blocks.v_finite;
         if !finite {
             let written = self.write(&blocks, None, &mut Storage::default());
             self.problem_of(blocks, written).0.validate()?;
@@ -544,16 +589,10 @@ impl World {
         }
         let mut dynamic_index = std::mem::take(&mut spare.dynamic_index);
         let mut dynamic = std::mem::take(&mut spare.dynamic);
-        dynamic_index.clear();
-        dynamic.clear();
-        for (i, b) in self.bodies.iter().enumerate() {
-            dynamic_index.push(b.is_dynamic().then(|| {
-                dynamic.push(i);
-                dynamic.len() - 1
-            }));
-        }
+        dynamic_bodies(&self.bodies, &mut dynamic_index, &mut dynamic);
         let mut v_free = spare.storage.take_v_free();
         v_free.resize(6 * dynamic.len(), 0.0);
+        let v_finite = AtomicBool::new(true);
         v_free
             .par_chunks_mut(6)
             .zip(&dynamic)
@@ -561,31 +600,26 @@ impl World {
                 let dv = pushed.get(i).copied().unwrap_or([0.0; 6]);
                 let v = self.bodies[i].free_velocity(h, &gravity, self.settings.gyroscopic);
                 (0..6).for_each(|c| out[c] = v[c] + dv[c]);
+                if !out.iter().all(|v| v.is_finite()) {
+                    v_finite.store(false, Ordering::Relaxed);
+                }
             });
-        // Collision detection leaves out pairs of two non-dynamic bodies: a contact without
-        // a dynamic body is an exception.
-        let dynamic_contact =
-            |c: &Contact| self.bodies[c.body_a].is_dynamic() || self.bodies[c.body_b].is_dynamic();
-        let kept = (!self.contacts.par_iter().all(dynamic_contact)).then(|| {
-            (0..self.contacts.len())
-                .filter(|&i| dynamic_contact(&self.contacts[i]))
-                .collect::<Vec<usize>>()
-        });
-        let n = kept.as_ref().map_or(self.contacts.len(), Vec::len);
-        let contact = |k| kept_contact(&self.contacts, kept.as_deref(), k);
         let mut cones = spare.storage.take_cones();
         let mut contact_keys = std::mem::take(&mut spare.contact_keys);
-        (0..n)
-            .into_par_iter()
-            .map(|k| {
-                let c = contact(k);
-                let mu = self.bodies[c.body_a]
-                    .friction
-                    .min(self.bodies[c.body_b].friction);
-                (contact_cone(mu), (c.body_a, c.body_b, c.feature))
-            })
-            .unzip_into_vecs(&mut cones, &mut contact_keys);
-        let n_contact_rows: usize = cones.iter().map(Cone::dim).sum();
+        let mut dims = std::mem::take(&mut spare.dims);
+        let mut parts = (&mut cones, &mut contact_keys, &mut dims);
+        // Collision detection leaves out pairs of two non-dynamic bodies: a contact without
+        // a dynamic body is an exception, which takes a second pass over the others.
+        let kept = (!self.contact_blocks(&dynamic_index, None, &mut parts)).then(|| {
+            let dynamic_contact = |c: &Contact| {
+                dynamic_index[c.body_a].is_some() || dynamic_index[c.body_b].is_some()
+            };
+            let kept: Vec<usize> = (0..self.contacts.len())
+                .filter(|&i| dynamic_contact(&self.contacts[i]))
+                .collect();
+            self.contact_blocks(&dynamic_index, Some(&kept), &mut parts);
+            kept
+        });
         let v_rec = self.settings.max_recovery_speed;
         let mut joints = Vec::new();
         let mut joint_rows = Vec::new();
@@ -601,6 +635,7 @@ impl World {
                     continue;
                 }
                 cones.push(Cone::Bilateral { dim: 1 });
+                dims.push(1);
                 joints.push(JointBlock {
                     a: joint.body_a,
                     b: joint.body_b,
@@ -613,15 +648,14 @@ impl World {
         }
         let mut compliance = Vec::new();
         if self.settings.contact_compliance > 0.0 {
+            let n_contact_rows: usize = dims[..contact_keys.len()].iter().sum();
             compliance = vec![0.0; n_contact_rows + joints.len()];
             compliance[..n_contact_rows].fill(self.settings.contact_compliance);
         }
-        let mut dims = std::mem::take(&mut spare.dims);
-        dims.clear();
-        dims.par_extend(cones.par_iter().map(Cone::dim));
         Blocks {
             dynamic,
             v_free,
+            v_finite: v_finite.into_inner(),
             cones,
             dims,
             kept,
@@ -634,6 +668,44 @@ impl World {
                 node_keys: Vec::new(),
             },
         }
+    }
+
+    /// The cone, key and dimension of the contact block of each contact (each `kept`
+    /// contact), in contact order, into `cones`, `keys` and `dims` (resized to the
+    /// contacts, every entry written), in one parallel pass; whether every contact has a
+    /// dynamic body (`index`: the problem body of each scene body).
+    fn contact_blocks(
+        &self,
+        index: &[Option<usize>],
+        kept: Option<&[usize]>,
+        (cones, keys, dims): &mut (&mut Vec<Cone>, &mut Vec<ContactKey>, &mut Vec<usize>),
+    ) -> bool {
+        let n = kept.map_or(self.contacts.len(), <[usize]>::len);
+        cones.resize(n, Cone::Unilateral);
+        keys.resize(n, (0, 0, 0));
+        dims.resize(n, 0);
+        let all_dynamic = AtomicBool::new(true);
+        (
+            cones.par_iter_mut(),
+            keys.par_iter_mut(),
+            dims.par_iter_mut(),
+        )
+            .into_par_iter()
+            .with_min_len(crate::PAR_MIN_ITEMS)
+            .enumerate()
+            .for_each(|(k, (cone, key, dim))| {
+                let c = kept_contact(&self.contacts, kept, k);
+                let mu = self.bodies[c.body_a]
+                    .friction
+                    .min(self.bodies[c.body_b].friction);
+                *cone = contact_cone(mu);
+                *key = (c.body_a, c.body_b, c.feature);
+                *dim = cone.dim();
+                if index[c.body_a].is_none() && index[c.body_b].is_none() {
+                    all_dynamic.store(false, Ordering::Relaxed);
+                }
+            });
+        all_dynamic.into_inner()
     }
 
     /// Writes the rows of `blocks` into a factored operator in the memory of `storage`, in
@@ -829,11 +901,13 @@ impl World {
         let h = self.settings.dt;
         self.prescribe();
         let contacts = self.detect();
+        // The deepest penetration, a parallel max (exact in any order).
         let max_penetration = self
             .contacts
-            .iter()
-            .chain(self.node_contacts.iter().map(|n| &n.contact))
-            .fold(0.0f64, |m, c| m.max(-c.distance));
+            .par_iter()
+            .chain(self.node_contacts.par_iter().map(|n| &n.contact))
+            .map(|c| -c.distance)
+            .reduce(|| 0.0, f64::max);
         let collision_s = start.elapsed().as_secs_f64();
         let assembly_start = Instant::now();
         let (sys, map) = self.assemble_system()?;
@@ -907,20 +981,27 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::problem::operator::DelassusOperator;
+
+    /// The wrecking-ball scene (contacts and joints) after `steps` steps of `pgs`, its
+    /// step buffers sized by them.
+    fn wrecking_ball_after(steps: usize) -> crate::sim::scene::Scene {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/wrecking_ball.toml");
+        let mut scene = crate::sim::scene::load(std::path::Path::new(path), &[]).unwrap();
+        let mut solver = Runner::new(crate::registry::solver("pgs").unwrap());
+        for _ in 0..steps {
+            scene.world.step(&mut solver).unwrap();
+        }
+        scene
+    }
 
     /// The step's system, built straight from the contacts in the memory of the last
     /// steps' (larger) system, against the system of the validated [`Problem`] of
     /// [`World::problem`]: the same `r`, diagonal blocks, products and velocities, to the bit.
     #[test]
     fn system_from_contacts_in_reused_memory_equals_the_problems() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/wrecking_ball.toml");
-        let mut scene = crate::sim::scene::load(std::path::Path::new(path), &[]).unwrap();
+        let mut scene = wrecking_ball_after(30);
         let world = &mut scene.world;
-        let mut solver = Runner::new(crate::registry::solver("pgs").unwrap());
-        world.spare = Spare::default();
-        for _ in 0..30 {
-            world.step(&mut solver).unwrap();
-        }
         // Leave fewer contacts than the memory was last sized for.
         let kept = world.bodies.len() - 3;
         world.bodies.truncate(kept);
@@ -941,6 +1022,82 @@ mod tests {
         assert_eq!(sys.velocities(&gamma), expected.velocities(&gamma));
         for k in 0..sys.blocks() {
             assert_eq!(sys.diagonal_block(k), expected.diagonal_block(k));
+        }
+    }
+
+    /// The operator's products form the rows of `M⁻¹ Jᵀ` on the fly: the table that
+    /// `minv_jac` forms holds `M⁻¹`·row, and the products made from it, in the order of the
+    /// body links, equal the operator's to the bit.
+    #[test]
+    fn products_on_the_fly_equal_those_of_the_minv_jac_table() {
+        let mut scene = wrecking_ball_after(20);
+        let world = &mut scene.world;
+        world.prescribe();
+        world.detect();
+        let (sys, _) = world.assemble_system().unwrap();
+        let op = sys.factored().unwrap();
+        let (jac, minv, start, offsets) = (op.jac(), op.minv_jac(), op.jac_start(), op.offsets());
+        assert!(op.links().len() > 20);
+        let row = |k: usize, s: usize, i: usize| start[k] + s * (offsets[k + 1] - offsets[k]) + i;
+        for k in 0..sys.blocks() {
+            for (s, &body) in op.block_bodies(k).iter().enumerate() {
+                for i in 0..offsets[k + 1] - offsets[k] {
+                    let (j, m) = (jac[row(k, s, i)], minv[row(k, s, i)]);
+                    assert_eq!(m, std::array::from_fn(|c| op.inv_mass()[body][c] * j[c]));
+                }
+            }
+        }
+        let gamma: Vec<f64> = (0..sys.rows()).map(|i| 0.5 + (i % 5) as f64).collect();
+        let mut w = vec![0.0; 6 * op.bodies()];
+        op.impulse_to_velocity(&gamma, &mut w);
+        let mut expected = vec![0.0; w.len()];
+        for (body, wb) in expected.chunks_mut(6).enumerate() {
+            for &(k, s) in &op.links()[op.links_ptr()[body]..op.links_ptr()[body + 1]] {
+                for (i, g) in gamma[offsets[k]..offsets[k + 1]].iter().enumerate() {
+                    (0..6).for_each(|c| wb[c] += minv[row(k, s, i)][c] * g);
+                }
+            }
+        }
+        assert_eq!(w, expected);
+        for k in 0..sys.blocks() {
+            let d = offsets[k + 1] - offsets[k];
+            let mut out = [0.0; 9];
+            let mut expected = [0.0; 9];
+            op.diagonal_block(k, &mut out);
+            for s in 0..op.block_bodies(k).len() {
+                for (a, b) in (0..d).flat_map(|a| (0..d).map(move |b| (a, b))) {
+                    let (ja, mb) = (jac[row(k, s, a)], minv[row(k, s, b)]);
+                    expected[a * d + b] += (0..6).map(|c| ja[c] * mb[c]).sum::<f64>();
+                }
+            }
+            assert_eq!(out, expected, "block {k}");
+        }
+    }
+
+    /// The dynamic index, numbered run by run in parallel, against its definition, in
+    /// buffers that hold stale values.
+    #[test]
+    fn dynamic_index_numbers_the_dynamic_bodies_in_scene_order() {
+        let ball = Shape::Sphere { radius: 0.1 };
+        let bodies: Vec<RigidBody> = (0..10_000)
+            .map(|i| {
+                let pose = Pose::at(Vector3::new(i as f64, 0.0, 0.0));
+                if i % 7 == 3 || (4000..4200).contains(&i) {
+                    RigidBody::fixed(ball, pose)
+                } else {
+                    RigidBody::dynamic(ball, pose, 1.0, Vector3::repeat(1.0))
+                }
+            })
+            .collect();
+        let (mut index, mut dynamic) = (vec![Some(99); 3], vec![5; 20_000]);
+        dynamic_bodies(&bodies, &mut index, &mut dynamic);
+        let expected: Vec<usize> = (0..bodies.len())
+            .filter(|&i| bodies[i].is_dynamic())
+            .collect();
+        assert_eq!(dynamic, expected);
+        assert_eq!(index.len(), bodies.len());
+        for (i, slot) in index.iter().enumerate() {
+            assert_eq!(*slot, expected.binary_search(&i).ok(), "body {i}");
         }
     }
 

@@ -1,20 +1,21 @@
 //! Broad phase: a hierarchical uniform grid over the axis-aligned bounding boxes (AABBs) of
 //! the non-plane shapes.
 //!
-//! Level `k` has cubic cells of side `base·2^k`, `base` being the median AABB size; a body is
-//! put in the finest level whose cells are at least its size, in the one cell that holds
-//! the center of its AABB. The (level, cell, body) entries are counting-sorted by cell
-//! (cells numbered densely within each level's box, hashed buckets when the boxes would be
-//! sparse). Two bodies of sizes at most `s` that overlap have centers less than `s` apart
-//! along each axis, so each body finds its partners in the 27 cells around its center: at
-//! its own level those of larger index, at each coarser level all (the finer body of a
-//! pair looks up the coarser one). A pair is a candidate when the AABBs overlap and the
-//! bounding spheres come within the envelope. Each body does a bounded number of look-ups
-//! per level, so the work is linear in the number of bodies plus the number of pairs.
-//! [`Broad::pairs_of`] gives one body's pairs already sorted, so that the caller can run
-//! bodies in parallel and keep the order; only the pairs with a coarser body of smaller
-//! index sort elsewhere. Planes (infinite) are paired with every non-plane body whose AABB
-//! reaches them. The buffers are kept between calls ([`Broad`]).
+//! Level `k` has cubic cells of side `base·2^k`, `base` being the median AABB size (of an
+//! even sample of at most [`SIZE_SAMPLE`] bodies); a body is put in the finest level whose
+//! cells are at least its size, in the one cell that holds the center of its AABB. The
+//! (level, cell, body) entries are counting-sorted by cell (cells numbered densely within
+//! each level's box, hashed buckets when the boxes would be sparse). Two bodies of sizes at
+//! most `s` that overlap have centers less than `s` apart along each axis, so each body
+//! finds its partners in the 27 cells around its center: at its own level those of larger
+//! index, at each coarser level all (the finer body of a pair looks up the coarser one). A
+//! pair is a candidate when the AABBs overlap and the bounding spheres come within the
+//! envelope. Each body does a bounded number of look-ups per level, so the work is linear
+//! in the number of bodies plus the number of pairs. [`Broad::pairs_of`] gives one body's
+//! pairs already sorted, so that the caller can run bodies in parallel and keep the order;
+//! only the pairs with a coarser body of smaller index sort elsewhere. Planes (infinite)
+//! are paired with every non-plane body whose AABB reaches them. The buffers are kept
+//! between calls ([`Broad`]).
 
 use nalgebra::Vector3;
 use rayon::prelude::*;
@@ -360,42 +361,67 @@ impl Broad {
             ..
         } = *bodies;
         self.envelope = envelope;
-        self.aabbs.clear();
-        self.aabbs.par_extend(
-            shapes
-                .par_iter()
-                .zip(poses)
-                .map(|(s, p)| Aabb::of(s, p, envelope).filter(Aabb::is_finite)),
-        );
-        self.spheres.clear();
-        self.spheres
-            .par_extend(shapes.par_iter().zip(poses).map(|(s, p)| {
+        let n = shapes.len();
+        self.aabbs.resize(n, None);
+        self.spheres.resize(n, [0.0; 4]);
+        (
+            self.aabbs.par_iter_mut(),
+            self.spheres.par_iter_mut(),
+            shapes,
+            poses,
+        )
+            .into_par_iter()
+            .with_min_len(crate::PAR_MIN_ITEMS)
+            .for_each(|(aabb, sphere, s, p)| {
+                *aabb = Aabb::of(s, p, envelope).filter(Aabb::is_finite);
                 let r = s.bounding_radius().unwrap_or(f64::INFINITY);
-                [p.position.x, p.position.y, p.position.z, r]
-            }));
+                *sphere = [p.position.x, p.position.y, p.position.z, r];
+            });
         self.grid = Grid {
             base: base_cell(&self.aabbs, &mut self.sizes),
         };
         let grid = &self.grid;
-        self.levels.clear();
-        self.levels.par_extend(
-            self.aabbs
-                .par_iter()
-                .map(|b| b.as_ref().map(|b| grid.level_of(b))),
-        );
-        self.used.clear();
-        for &k in self.levels.iter().flatten() {
-            if let Err(at) = self.used.binary_search(&k) {
-                self.used.insert(at, k);
-            }
-        }
         let aabbs = &self.aabbs;
+        self.levels.resize(n, None);
+        self.levels
+            .par_iter_mut()
+            .zip(aabbs)
+            .with_min_len(crate::PAR_MIN_ITEMS)
+            .for_each(|(level, b)| *level = b.as_ref().map(|b| grid.level_of(b)));
+        // The levels in use, sorted: a parallel union of small sorted sets.
+        let used = self
+            .levels
+            .par_iter()
+            .with_min_len(crate::PAR_MIN_ITEMS)
+            .fold(SmallVec::<[u32; 4]>::new, |mut used, level| {
+                if let Some(k) = *level
+                    && let Err(at) = used.binary_search(&k)
+                {
+                    used.insert(at, k);
+                }
+                used
+            })
+            .reduce(SmallVec::new, |mut a, b| {
+                for k in b {
+                    if let Err(at) = a.binary_search(&k) {
+                        a.insert(at, k);
+                    }
+                }
+                a
+            });
+        self.used.clear();
+        self.used.extend_from_slice(&used);
         self.entries.clear();
-        self.entries
-            .extend(self.levels.iter().enumerate().filter_map(|(body, level)| {
-                let key = grid.key_of((*level)?, &aabbs[body]?.center());
-                Some(Entry { key, body })
-            }));
+        self.entries.par_extend(
+            self.levels
+                .par_iter()
+                .enumerate()
+                .with_min_len(crate::PAR_MIN_ITEMS)
+                .filter_map(|(body, level)| {
+                    let key = grid.key_of((*level)?, &aabbs[body]?.center());
+                    Some(Entry { key, body })
+                }),
+        );
         self.table.fill(&self.entries, &self.used);
     }
 
@@ -491,10 +517,22 @@ fn spheres_meet(a: &[f64; 4], b: &[f64; 4], envelope: f64) -> bool {
     d2 <= reach * reach
 }
 
-/// Side of the level-0 cells: the median AABB size (`sizes` is scratch).
+/// Bodies whose sizes set the level-0 cell: all of a smaller scene, else this many spread
+/// evenly over the bodies.
+const SIZE_SAMPLE: usize = 1024;
+
+/// Side of the level-0 cells: the median AABB size of [`SIZE_SAMPLE`] bodies spread evenly
+/// over the bodies (of all of them when they are fewer, or when the sample has no AABB;
+/// `sizes` is scratch). Any side finds the same pairs: the median only keeps the levels
+/// few and the cells fitted to most bodies.
 fn base_cell(aabbs: &[Option<Aabb>], sizes: &mut Vec<f64>) -> f64 {
+    let n = aabbs.len();
+    let step = n.div_ceil(SIZE_SAMPLE).max(1);
     sizes.clear();
-    sizes.extend(aabbs.iter().flatten().map(Aabb::size));
+    sizes.extend(aabbs.iter().step_by(step).flatten().map(Aabb::size));
+    if sizes.is_empty() {
+        sizes.extend(aabbs.iter().flatten().map(Aabb::size));
+    }
     if sizes.is_empty() {
         return 1.0;
     }
