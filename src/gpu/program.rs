@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::problem::System;
 use crate::problem::merit::{self, Residual};
 use crate::solver::progress::{Progress, biased_velocity};
-use crate::solver::{Bias, Report, Session, Settings, Solver, Status, block_steps, coulomb};
+use crate::solver::{Bias, Report, Session, Settings, Solver, Status, block_steps, coulomb, skew};
 
 /// The buffers a session makes when its problem outgrows the last ones: this many times the
 /// new sizes (a simulation's contact count drifts from step to step).
@@ -559,7 +559,9 @@ impl<M: Method> GpuSession<M> {
     ///
     /// A tolerance below [`super::refine::F32_REACH`] refines the `f32` answer to `f64`
     /// accuracy ([`super::refine`]); the Coulomb model then runs as the outer De Saxcé fixed
-    /// point for every method, each inner CCP solve refined.
+    /// point for every method, each inner CCP solve refined, and a CCP on a non-symmetric
+    /// assembled `W` as the fixed point on its skew part (`solver::skew`), each round a refined
+    /// solve of the symmetric part.
     pub fn solve_with_stats(
         &mut self,
         sys: &System,
@@ -576,7 +578,7 @@ impl<M: Method> GpuSession<M> {
             stats,
             analyses,
         } = self;
-        let mut solve = |s: &Settings, bias: Bias| -> Result<Report> {
+        let mut solve = |sys: &System, s: &Settings, bias: Bias| -> Result<Report> {
             let mut data = method.data(sys, s, bias)?;
             if refined {
                 // The correction problems and their certification take the steps in f64.
@@ -601,10 +603,19 @@ impl<M: Method> GpuSession<M> {
                 })
             })
         };
-        let report = if M::OUTER_COULOMB || refined {
-            coulomb::solve(M::NAME, sys, settings, coulomb::Rounds::Exact, solve)?
+        // A refined CCP solve on a non-symmetric `W` runs the fixed point on its skew part,
+        // each round a refined solve of the symmetric part (`solver::skew`).
+        let skew = (refined && coulomb::is_ccp(sys, settings))
+            .then(|| skew::skew_part(sys))
+            .flatten();
+        let report = if let Some(t) = &skew {
+            skew::solve(M::NAME, sys, t, settings, None, solve)?
+        } else if M::OUTER_COULOMB || refined {
+            coulomb::solve(M::NAME, sys, settings, coulomb::Rounds::Exact, |s, bias| {
+                solve(sys, s, bias)
+            })?
         } else {
-            solve(settings, None)?
+            solve(sys, settings, None)?
         };
         Ok((report, self.stats))
     }
