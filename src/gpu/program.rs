@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::problem::System;
 use crate::problem::merit::{self, Residual};
 use crate::solver::progress::{Progress, biased_velocity};
-use crate::solver::{Bias, Report, Session, Settings, Solver, Status, block_steps, coulomb, skew};
+use crate::solver::{Bias, Report, Session, Settings, Solver, Status, block_steps, coulomb};
 
 /// The buffers a session makes when its problem outgrows the last ones: this many times the
 /// new sizes (a simulation's contact count drifts from step to step).
@@ -559,9 +559,7 @@ impl<M: Method> GpuSession<M> {
     ///
     /// A tolerance below [`super::refine::F32_REACH`] refines the `f32` answer to `f64`
     /// accuracy ([`super::refine`]); the Coulomb model then runs as the outer De Saxcé fixed
-    /// point for every method, each inner CCP solve refined, and a CCP on a non-symmetric
-    /// assembled `W` as the fixed point on its skew part (`solver::skew`), each round a refined
-    /// solve of the symmetric part.
+    /// point for every method, each inner CCP solve refined.
     pub fn solve_with_stats(
         &mut self,
         sys: &System,
@@ -578,7 +576,7 @@ impl<M: Method> GpuSession<M> {
             stats,
             analyses,
         } = self;
-        let mut solve = |sys: &System, s: &Settings, bias: Bias| -> Result<Report> {
+        let mut solve = |s: &Settings, bias: Bias| -> Result<Report> {
             let mut data = method.data(sys, s, bias)?;
             if refined {
                 // The correction problems and their certification take the steps in f64.
@@ -603,19 +601,10 @@ impl<M: Method> GpuSession<M> {
                 })
             })
         };
-        // A refined CCP solve on a non-symmetric `W` runs the fixed point on its skew part,
-        // each round a refined solve of the symmetric part (`solver::skew`).
-        let skew = (refined && coulomb::is_ccp(sys, settings))
-            .then(|| skew::skew_part(sys))
-            .flatten();
-        let report = if let Some(t) = &skew {
-            skew::solve(M::NAME, sys, t, settings, None, solve)?
-        } else if M::OUTER_COULOMB || refined {
-            coulomb::solve(M::NAME, sys, settings, coulomb::Rounds::Exact, |s, bias| {
-                solve(sys, s, bias)
-            })?
+        let report = if M::OUTER_COULOMB || refined {
+            coulomb::solve(M::NAME, sys, settings, coulomb::Rounds::Exact, solve)?
         } else {
-            solve(sys, settings, None)?
+            solve(settings, None)?
         };
         Ok((report, self.stats))
     }

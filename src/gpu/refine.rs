@@ -161,14 +161,6 @@ impl Local {
         }
     }
 
-    fn kind(&self) -> &'static str {
-        match self {
-            Local::Apex => "apex",
-            Local::Free => "free",
-            Local::Face(_) => "face",
-        }
-    }
-
     /// Entry `(i, j)` of `R_k` (the identity but for a face).
     fn entry(&self, i: usize, j: usize) -> f64 {
         match self {
@@ -205,17 +197,8 @@ struct Correction {
 
 impl Correction {
     /// The correction at `gamma` with velocity `u` and block steps `eta`; blocks whose
-    /// projected impulse is at most `tiny` of `‖ĝ‖∞`, and those `release` marks (empty:
-    /// none), take the apex.
-    fn new(
-        sys: &System,
-        gamma: &[f64],
-        u: &[f64],
-        eta: &[f64],
-        bias: Bias,
-        tiny: f64,
-        release: &[bool],
-    ) -> Self {
+    /// projected impulse is at most `tiny` of `‖ĝ‖∞` take the apex.
+    fn new(sys: &System, gamma: &[f64], u: &[f64], eta: &[f64], bias: Bias, tiny: f64) -> Self {
         let mut projected = vec![0.0; sys.rows()];
         let mut base_face = Vec::new();
         let mut local = Vec::with_capacity(sys.blocks());
@@ -244,7 +227,7 @@ impl Correction {
                     let uniform = sys.compliance()[range.clone()]
                         .windows(2)
                         .all(|w| w[0] == w[1]);
-                    if mu * t <= -z[0] || mu == 0.0 || !uniform || release.get(k) == Some(&true) {
+                    if mu * t <= -z[0] || mu == 0.0 || !uniform {
                         Local::Apex
                     } else if t <= (1.0 - NEAR) * mu * z[0] || t == 0.0 {
                         Local::Free
@@ -646,7 +629,7 @@ pub(crate) fn refine(
         && rounds < MAX_ROUNDS
         && best.since < STALLED_ROUNDS
     {
-        let correction = Correction::new(sys, &gamma, &u, &data.eta, bias, TINY, &[]);
+        let correction = Correction::new(sys, &gamma, &u, &data.eta, bias, TINY);
         let scale = norm2(sys.r()).max(norm2(&gamma)).max(norm2(&u));
         let round_settings = Settings {
             friction: FrictionModel::Ccp,
@@ -757,62 +740,11 @@ fn finish(
             break;
         }
         let u = biased_velocity(sys, bias, &current);
-        // TEMP(skew): measurement switch for the release rule.
-        let release = if std::env::var("SKEW_RELEASE").is_ok() {
-            separating(sys, &current, &u, eta)
-        } else {
-            Vec::new()
-        };
-        let correction = Correction::new(sys, &current, &u, eta, bias, 0.0, &release);
-        if std::env::var("SKEW_DEBUG").is_ok() {
-            let mut rs: Vec<(f64, usize)> = (0..sys.blocks())
-                .map(|k| {
-                    let range = sys.block_range(k);
-                    let step = if eta[k] > 0.0 { eta[k] } else { 1.0 };
-                    let mut z: Vec<f64> = range.clone().map(|i| current[i] - step * u[i]).collect();
-                    sys.cones()[k].project(&mut z);
-                    (
-                        norm2(
-                            &range
-                                .zip(&z)
-                                .map(|(i, p)| current[i] - p)
-                                .collect::<Vec<_>>(),
-                        ),
-                        k,
-                    )
-                })
-                .collect();
-            rs.sort_by(|a, b| b.0.total_cmp(&a.0));
-            eprintln!(
-                "finish step: value {:e}, released {:?}",
-                best.value,
-                release
-                    .iter()
-                    .enumerate()
-                    .filter(|x| *x.1)
-                    .map(|x| x.0)
-                    .collect::<Vec<_>>()
-            );
-            for &(v, k) in rs.iter().take(6) {
-                let r = sys.block_range(k);
-                eprintln!(
-                    "  block {k}: res {v:e} eta {:e} {:?} gamma {:?} u {:?}",
-                    eta[k],
-                    correction.local[k].kind(),
-                    &current[r.clone()],
-                    &u[r]
-                );
-            }
-        }
+        let correction = Correction::new(sys, &current, &u, eta, bias, 0.0);
         let Some(newton) = correction.newton(sys, n) else {
             break;
         };
-        // TEMP(skew): measurement switch for the cutoff.
-        let cutoff = std::env::var("SKEW_CUTOFF")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(FINISH_CUTOFF);
-        let delta = newton.delta(sys.rows(), cutoff);
+        let delta = newton.delta(sys.rows(), FINISH_CUTOFF);
         let alpha = correction.ratio(sys, &delta);
         let (value, res, next) = [1.0, alpha]
             .into_iter()
@@ -833,43 +765,6 @@ fn finish(
         best.offer(value, res, &next);
         current = next;
     }
-}
-
-/// The blocks the finish releases to the apex: Coulomb blocks with a load whose velocity
-/// lies inside the dual cone by at least `RELEASE_DEPTH` of its norm (`u_n − μ‖u_t‖`: a
-/// separating contact, whose solution impulse is 0) and whose natural-map residual is at
-/// least `RELEASE_SHARE` of the largest block's. The classification by the projected step
-/// keeps such a block on its face when its load is large against its velocity (Capsules-
-/// i100-1090's block 259: `γ_n` 3.2e-3, `u_n` 6.3e-7, `μ‖u_t‖` 1.3e-7, most of the
-/// residual), and no Newton step on that face reduces the residual; the share keeps out
-/// the blocks whose velocity is rounding noise.
-fn separating(sys: &System, gamma: &[f64], u: &[f64], eta: &[f64]) -> Vec<bool> {
-    /// The relative depth of a separating velocity inside the dual cone.
-    const RELEASE_DEPTH: f64 = 0.5;
-    /// The share of the largest block residual a released block carries at least.
-    const RELEASE_SHARE: f64 = 0.1;
-    let residual: Vec<f64> = (0..sys.blocks())
-        .map(|k| {
-            let range = sys.block_range(k);
-            let step = if eta[k] > 0.0 { eta[k] } else { 1.0 };
-            let mut z: Vec<f64> = range.clone().map(|i| gamma[i] - step * u[i]).collect();
-            sys.cones()[k].project(&mut z);
-            norm2(&range.zip(&z).map(|(i, p)| gamma[i] - p).collect::<Vec<_>>())
-        })
-        .collect();
-    let largest = residual.iter().fold(0.0f64, |m, &x| m.max(x));
-    (0..sys.blocks())
-        .map(|k| {
-            let range = sys.block_range(k);
-            let Cone::Coulomb { mu } = sys.cones()[k] else {
-                return false;
-            };
-            let (g, v) = (&gamma[range.clone()], &u[range]);
-            g[0] > 0.0
-                && v[0] - mu * v[1].hypot(v[2]) >= RELEASE_DEPTH * norm2(v)
-                && residual[k] >= RELEASE_SHARE * largest
-        })
-        .collect()
 }
 
 fn norm2(v: &[f64]) -> f64 {

@@ -130,24 +130,6 @@ impl System {
         storage
     }
 
-    /// This system with the assembled operator `n` (of its rows and blocks) in place of its
-    /// own: the symmetric part of a non-symmetric `W`, whose cone QP the outer rounds on the
-    /// skew part solve (`solver::skew`).
-    pub(crate) fn with_matrix(&self, n: CsrMatrix) -> System {
-        let dims: Vec<usize> = self.cones.iter().map(Cone::dim).collect();
-        System {
-            name: self.name.clone(),
-            class: self.class,
-            cones: self.cones.clone(),
-            offsets: self.offsets.clone(),
-            r: self.r.clone(),
-            compliance: self.compliance.clone(),
-            op: Box::new(AssembledOperator::new(n, &dims)),
-            global: None,
-            v_free: None,
-        }
-    }
-
     fn build(problem: &Problem, limits: &Limits) -> Result<Self> {
         problem.validate()?;
         limits.check(

@@ -17,7 +17,7 @@
 
 use std::time::Instant;
 
-use super::progress::{BestRound, append_trace};
+use super::progress::BestRound;
 use super::{Bias, Report, Settings, Status, TraceEntry, add_phase, block_steps};
 use crate::error::Result;
 use crate::problem::merit::{self, Residual};
@@ -38,15 +38,6 @@ pub(crate) enum Rounds {
     Inexact,
 }
 
-/// Whether `settings` solve `sys` as a CCP: the CCP model, or no cone with friction.
-pub(crate) fn is_ccp(sys: &System, settings: &Settings) -> bool {
-    settings.friction == FrictionModel::Ccp
-        || !sys
-            .cones()
-            .iter()
-            .any(|c| matches!(c, Cone::Coulomb { mu } if *mu > 0.0))
-}
-
 /// Solves `sys` under `settings.friction` with `inner(settings, bias)`, a CCP solver of the
 /// problem with `r + bias` that honours `Settings::warm_start`, each round as `rounds` says.
 /// The CCP model goes straight to `inner`; an error of `inner` ends the solve.
@@ -57,7 +48,11 @@ pub(crate) fn solve(
     rounds: Rounds,
     mut inner: impl FnMut(&Settings, Bias) -> Result<Report>,
 ) -> Result<Report> {
-    if is_ccp(sys, settings) {
+    let frictional = sys
+        .cones()
+        .iter()
+        .any(|c| matches!(c, Cone::Coulomb { mu } if *mu > 0.0));
+    if settings.friction == FrictionModel::Ccp || !frictional {
         return inner(
             &Settings {
                 friction: FrictionModel::Ccp,
@@ -112,7 +107,13 @@ pub(crate) fn solve(
             },
             Some(&bias),
         )?;
-        append_trace(&mut trace, &report.trace, iterations, products);
+        let offset_t = trace.last().map_or(0.0, |t| t.time_s);
+        trace.extend(report.trace.iter().skip(1).map(|t| TraceEntry {
+            iteration: t.iteration + iterations,
+            time_s: t.time_s + offset_t,
+            products: t.products + products,
+            ..*t
+        }));
         iterations += report.iterations.max(1);
         rounds_run += 1;
         refinements += report.refinements;

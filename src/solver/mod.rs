@@ -14,7 +14,6 @@ pub(crate) mod kernel;
 pub(crate) mod lanes;
 pub(crate) mod rows;
 pub mod simplex;
-pub(crate) mod skew;
 pub mod spg;
 pub mod traffic;
 
@@ -274,10 +273,8 @@ pub struct Report {
     /// (`gpu::refine`); 0 for the others.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub refinements: usize,
-    /// Outer rounds of a fixed point, each an inner CCP solve: the Coulomb model's De Saxcé
-    /// fixed point (`solver::coulomb`), or, for a refined GPU solve under the CCP model on a
-    /// non-symmetric `W`, the fixed point on its skew part (`solver::skew`); 0 for the solvers
-    /// and problems without rounds.
+    /// Outer rounds of the Coulomb model's De Saxcé fixed point (`solver::coulomb`), each an
+    /// inner CCP solve; 0 under the CCP model and for the solvers without rounds.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub rounds: usize,
 }

@@ -28,24 +28,6 @@ pub(crate) fn biased_velocity(sys: &System, bias: Bias, gamma: &[f64]) -> Vec<f6
     u
 }
 
-/// Appends the trace of an inner solve of an outer loop of rounds (its initial entry left
-/// out) to the loop's `trace`: its iterations and products counted from `iterations` and
-/// `products`, its times from the last entry's.
-pub(crate) fn append_trace(
-    trace: &mut Vec<TraceEntry>,
-    inner: &[TraceEntry],
-    iterations: usize,
-    products: usize,
-) {
-    let offset_t = trace.last().map_or(0.0, |t| t.time_s);
-    trace.extend(inner.iter().skip(1).map(|t| TraceEntry {
-        iteration: t.iteration + iterations,
-        time_s: t.time_s + offset_t,
-        products: t.products + products,
-        ..*t
-    }));
-}
-
 fn norm_inf(v: &[f64]) -> f64 {
     v.iter().fold(0.0, |m, x| m.max(x.abs()))
 }

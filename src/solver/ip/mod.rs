@@ -21,13 +21,14 @@
 //! standard form through the same KKT factorization (module `newton`), then by semismooth
 //! Newton on the natural map of `W` itself (module `polish`, on problems of at most its row
 //! bound: its sparse LU does not scale to piles); a non-symmetric `W` is solved in
-//! rounds on its skew part (module `solver::skew`).
+//! rounds on its skew part (module `skew`).
 
 mod cones;
 mod kkt;
 mod mehrotra;
 mod newton;
 mod polish;
+mod skew;
 mod standard;
 
 use std::time::Instant;
@@ -36,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Bias, Report, Session, Settings, Solver, Status, TraceEntry, add_phase, block_steps, coulomb,
-    effective_r, progress, skew,
+    effective_r, progress,
 };
 use crate::error::{Error, Result};
 use crate::problem::merit;
@@ -426,7 +427,7 @@ impl IpSession {
     }
 
     /// The CCP solve of `sys` with `bias` added to `r`, in rounds: the interior point on the
-    /// QP of `W`'s symmetric part with `r + bias + Tγ` (`T` the skew part, module `solver::skew`; the
+    /// QP of `W`'s symmetric part with `r + bias + Tγ` (`T` the skew part, module `skew`; the
     /// first round from `γ = 0`, the later ones tighter, from the last answer) and the polish
     /// on the natural map of `W` itself, until the settings' tolerance is met or a round no
     /// longer helps (one tight round for a symmetric `W`). `finish` asks for these rounds and
