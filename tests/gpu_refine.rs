@@ -74,7 +74,7 @@ fn refinement_reaches_1e_10_on_capsules() {
     }
 }
 
-/// All three GPU solvers reach 1e-10 on Capsules-i100-889 (non-symmetric `W`, 889 rows),
+/// All three GPU solvers reach 1e-10 on Capsules-i100-889 (non-symmetric `W`, 828 rows),
 /// through the correction rounds and the `f64` finish (measured in release: `jacobi-gpu`
 /// 45 000 iterations, 26 s; `spg-gpu` 3 180, 5.6 s; `apgd-gpu` 7 810, 8.5 s; finish 1.1–1.4
 /// s each). Capsules-i100-1090 and Capsules-i103-990 are not reached (`benches/RESULTS.md`,
