@@ -44,24 +44,6 @@ pub(crate) fn soc_det(x: &[f64]) -> f64 {
     (x[0] - t) * (x[0] + t)
 }
 
-/// `x₀ − ‖x₁‖` of a 3-vector: how far it lies inside the second-order cone. The interior
-/// point carries it for `s` and `z` in variables of their own (module `mehrotra`): near the
-/// boundary it falls below the rounding of `x₀` (settled piles' sliding contacts at the end:
-/// 1e-16 of `x₀` ≈ 2.5), where `x₀ − ‖x₁‖` recomputed from the vector is noise.
-pub(crate) fn soc_gap(x: &[f64]) -> f64 {
-    x[0] - x[1].hypot(x[2])
-}
-
-/// `x₁/‖x₁‖` of a 3-vector and `‖x₁‖` (the zero vector for `x₁ = 0`).
-fn direction(x: &[f64]) -> ([f64; 2], f64) {
-    let t = x[1].hypot(x[2]);
-    if t > 0.0 {
-        ([x[1] / t, x[2] / t], t)
-    } else {
-        ([0.0; 2], 0.0)
-    }
-}
-
 /// The NT scaling of one cone block: `g` (d × d, row-major), its inverse and `λ = G z`.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Scaling {
@@ -71,9 +53,8 @@ pub(crate) struct Scaling {
 }
 
 impl Scaling {
-    /// The scaling of an interior pair `(s, z)` of a `NonNeg` or `Soc` block; `gaps` are
-    /// [`soc_gap`] of `s` and `z` as the caller carries them (`Soc` only).
-    pub fn new(kind: Kind, s: &[f64], z: &[f64], gaps: [f64; 2]) -> Self {
+    /// The scaling of an interior pair `(s, z)` of a `NonNeg` or `Soc` block.
+    pub fn new(kind: Kind, s: &[f64], z: &[f64]) -> Self {
         let mut out = Scaling::default();
         match kind {
             Kind::Free => {}
@@ -84,29 +65,18 @@ impl Scaling {
                 out.lambda[0] = (s[0] * z[0]).sqrt();
             }
             Kind::Soc => {
-                // Thesis §4.14.2 (CVXOPT's formulas; Vandenberghe, "The CVXOPT linear and
-                // quadratic cone program solvers", §4): β = (det s / det z)^¼, w̄ the
-                // normalized scaling point, G = β (2 v vᵀ − J) with v = (w̄ + e)/√(2(w̄₀ + 1)),
-                // λ = √(√det s √det z) (γ, ((γ + z̄₀) s̄₁ + (γ + s̄₀) z̄₁)/(s̄₀ + z̄₀ + 2γ)).
-                // With s₀ = ‖s₁‖ + gap_s and z₀ = ‖z₁‖ + gap_z, det, sᵀz and the vector part
-                // of s∘z are sums of non-negative terms or of the unit directions' sum
-                // û_s + û_z, which vanish at complementarity (the plain products cancel
-                // to the rounding of s₀z₀ and λ = Gz to that of G's entries).
-                let [gs, gz] = gaps.map(|g| g.max(f64::MIN_POSITIVE));
-                let ((us, ns), (uz, nz)) = (direction(s), direction(z));
-                let (ds, dz) = ((gs * (2.0 * ns + gs)).sqrt(), (gz * (2.0 * nz + gz)).sqrt());
-                let sum = [us[0] + uz[0], us[1] + uz[1]];
-                let stz = 0.5 * ns * nz * (sum[0] * sum[0] + sum[1] * sum[1])
-                    + gs * nz
-                    + gz * ns
-                    + gs * gz;
-                // z₀ s₁ + s₀ z₁.
-                let cross: [f64; 2] =
-                    std::array::from_fn(|a| ns * nz * sum[a] + gz * s[1 + a] + gs * z[1 + a]);
+                // Thesis §4.14.2 (CVXOPT's formulas): β = (det s / det z)^¼, w̄ the normalized
+                // scaling point, G = β (2 v vᵀ − J) with v = (w̄ + e)/√(2(w̄₀ + 1)).
+                // Iterates are interior; rounding may still put one on the boundary.
+                let (ds, dz) = (
+                    soc_det(s).max(f64::MIN_POSITIVE).sqrt(),
+                    soc_det(z).max(f64::MIN_POSITIVE).sqrt(),
+                );
                 let beta = (ds / dz).sqrt();
                 let sb = [s[0] / ds, s[1] / ds, s[2] / ds];
                 let zb = [z[0] / dz, z[1] / dz, z[2] / dz];
-                let gam = ((1.0 + stz / (ds * dz)) / 2.0).sqrt();
+                let dot = sb[0] * zb[0] + sb[1] * zb[1] + sb[2] * zb[2];
+                let gam = ((1.0 + dot) / 2.0).sqrt();
                 let w = [
                     (sb[0] + zb[0]) / (2.0 * gam),
                     (sb[1] - zb[1]) / (2.0 * gam),
@@ -127,13 +97,7 @@ impl Scaling {
                         out.g_inv[3 * a + b] = (2.0 * jv[a] * jv[b] - j) / beta;
                     }
                 }
-                let root = (ds * dz).sqrt();
-                let den = sb[0] + zb[0] + 2.0 * gam;
-                out.lambda = [
-                    root * gam,
-                    root * (gam * (sb[1] + zb[1]) + cross[0] / (ds * dz)) / den,
-                    root * (gam * (sb[2] + zb[2]) + cross[1] / (ds * dz)) / den,
-                ];
+                out.lambda = mat3_vec(&out.g, z);
             }
         }
         out
@@ -201,60 +165,39 @@ pub(crate) fn max_step(kind: Kind, x: &[f64], d: &[f64], alpha_max: f64) -> f64 
                 alpha_max
             }
         }
-        Kind::Soc => soc_step(x, soc_gap(x), d, alpha_max),
-    }
-}
-
-/// [`max_step`] on a second-order cone whose point `x` has the [`soc_gap`] `gap` (carried
-/// by the caller): `det(x + αd) = a α² + 2 b α + c` with `c = det x` from the gap.
-pub(crate) fn soc_step(x: &[f64], gap: f64, d: &[f64], alpha_max: f64) -> f64 {
-    // The first positive root is where the ray crosses the boundary.
-    let a = soc_det(d);
-    let b = x[0] * d[0] - x[1] * d[1] - x[2] * d[2];
-    let c = (gap * (2.0 * x[1].hypot(x[2]) + gap)).max(0.0);
-    let mut alpha = alpha_max;
-    if d[0] < 0.0 {
-        alpha = alpha.min(-x[0] / d[0]);
-    }
-    let root = if a.abs() <= 1e-15 * (b.abs() + c) {
-        if b < 0.0 {
-            -c / (2.0 * b)
-        } else {
-            f64::INFINITY
+        Kind::Soc => {
+            // det(x + αd) = a α² + 2 b α + c, c > 0: the first positive root is where the
+            // ray crosses the boundary.
+            let a = soc_det(d);
+            let b = x[0] * d[0] - x[1] * d[1] - x[2] * d[2];
+            let c = soc_det(x).max(0.0);
+            let mut alpha = alpha_max;
+            if d[0] < 0.0 {
+                alpha = alpha.min(-x[0] / d[0]);
+            }
+            let root = if a.abs() <= 1e-15 * (b.abs() + c) {
+                if b < 0.0 {
+                    -c / (2.0 * b)
+                } else {
+                    f64::INFINITY
+                }
+            } else {
+                let disc = b * b - a * c;
+                if disc < 0.0 {
+                    f64::INFINITY
+                } else {
+                    // Both roots, computed without cancellation.
+                    let q = -(b + b.signum() * disc.sqrt());
+                    let (r1, r2) = (q / a, if q != 0.0 { c / q } else { f64::INFINITY });
+                    [r1, r2]
+                        .into_iter()
+                        .filter(|r| *r > 0.0)
+                        .fold(f64::INFINITY, f64::min)
+                }
+            };
+            alpha.min(root)
         }
-    } else {
-        let disc = b * b - a * c;
-        if disc < 0.0 {
-            f64::INFINITY
-        } else {
-            // Both roots, computed without cancellation.
-            let q = -(b + b.signum() * disc.sqrt());
-            let (r1, r2) = (q / a, if q != 0.0 { c / q } else { f64::INFINITY });
-            [r1, r2]
-                .into_iter()
-                .filter(|r| *r > 0.0)
-                .fold(f64::INFINITY, f64::min)
-        }
-    };
-    alpha.min(root)
-}
-
-/// `x ← x + α d` on a second-order cone whose point has the [`soc_gap`] `gap`, and the gap
-/// with it: `gap + α d₀ − (‖x₁ + α d₁‖ − ‖x₁‖)`, the difference of norms as
-/// `α (2 x₁ᵀd₁ + α ‖d₁‖²) / (‖x₁ + α d₁‖ + ‖x₁‖)`; `x₀` is then `‖x₁‖ + gap`.
-pub(crate) fn soc_advance(x: &mut [f64], gap: &mut f64, d: &[f64], alpha: f64) {
-    let t = x[1].hypot(x[2]);
-    let (x1, x2) = (x[1] + alpha * d[1], x[2] + alpha * d[2]);
-    let tn = x1.hypot(x2);
-    let grow = if t + tn > 0.0 {
-        alpha * (2.0 * (x[1] * d[1] + x[2] * d[2]) + alpha * (d[1] * d[1] + d[2] * d[2])) / (t + tn)
-    } else {
-        0.0
-    };
-    *gap += alpha * d[0] - grow;
-    x[1] = x1;
-    x[2] = x2;
-    x[0] = tn + *gap;
+    }
 }
 
 /// The smallest `t` with `x + t e` in the closed cone (≤ 0 when `x` is interior): `−x₀` for
@@ -275,14 +218,13 @@ mod tests {
     fn soc_scaling_maps_z_and_s_to_the_same_point() {
         let s = [2.0, 0.5, -1.0];
         let z = [1.5, -0.3, 0.7];
-        let sc = Scaling::new(Kind::Soc, &s, &z, [soc_gap(&s), soc_gap(&z)]);
-        let (mut ginv_s, mut g_z) = ([0.0; 3], [0.0; 3]);
+        let sc = Scaling::new(Kind::Soc, &s, &z);
+        let mut ginv_s = [0.0; 3];
         sc.apply(true, &s, &mut ginv_s);
-        sc.apply(false, &z, &mut g_z);
         for i in 0..3 {
             assert!(
-                (ginv_s[i] - sc.lambda[i]).abs() < 1e-12 && (g_z[i] - sc.lambda[i]).abs() < 1e-12,
-                "{ginv_s:?} {g_z:?} {:?}",
+                (ginv_s[i] - sc.lambda[i]).abs() < 1e-12,
+                "{ginv_s:?} {:?}",
                 sc.lambda
             );
         }
@@ -311,37 +253,6 @@ mod tests {
         for i in 0..3 {
             assert!((back[i] - u[i]).abs() < 1e-12);
         }
-    }
-
-    #[test]
-    fn carried_gaps_hold_a_cone_point_below_the_rounding_of_its_axis() {
-        // x = (2.5 + 1e-17, 2.5, 0): x₀ rounds to 2.5, on the boundary; the carried gap
-        // keeps it inside, and the ray d = (−1e-17, 0, 0) leaves the cone at α = 1.
-        let gap = 1e-17;
-        let mut x = [2.5 + gap, 2.5, 0.0];
-        assert_eq!(soc_gap(&x), 0.0);
-        let d = [-1e-17, 0.0, 0.0];
-        assert_eq!(max_step(Kind::Soc, &x, &d, 10.0), 0.0);
-        let a = soc_step(&x, gap, &d, 10.0);
-        assert!((a - 1.0).abs() < 1e-12, "{a}");
-        let mut g = gap;
-        soc_advance(&mut x, &mut g, &d, 0.5);
-        assert!((g - 0.5e-17).abs() < 1e-30, "{g}");
-    }
-
-    #[test]
-    fn soc_scaling_of_a_pair_on_the_boundary_to_rounding() {
-        // s = (2.5 + g_s, 2.5, 0) and z = (1 + g_z, −1, 0): complementary directions, both
-        // within 1e-17 of the boundary. NT: λᵀλ = sᵀz and det λ = √(det s det z).
-        let (gs, gz) = (1e-17, 1e-17);
-        let (s, z) = ([2.5 + gs, 2.5, 0.0], [1.0 + gz, -1.0, 0.0]);
-        let sc = Scaling::new(Kind::Soc, &s, &z, [gs, gz]);
-        let l = sc.lambda;
-        let stz = 2.5 * gz + gs + gs * gz;
-        let det = (gs * (5.0 + gs) * gz * (2.0 + gz)).sqrt();
-        let (sq, dl) = (l[0] * l[0] + l[1] * l[1] + l[2] * l[2], soc_det(&l));
-        assert!((sq - stz).abs() < 1e-9 * stz, "{sq} {stz}");
-        assert!((dl - det).abs() < 1e-9 * det, "{dl} {det}");
     }
 
     #[test]

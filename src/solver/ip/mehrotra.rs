@@ -216,56 +216,13 @@ fn finite(d: &Iterate) -> bool {
         .all(|v| v.iter().all(|x| x.is_finite()))
 }
 
-/// The [`cones::soc_gap`] of `s` and `z` per block (zero on other blocks), carried through
-/// the iteration by [`advance`]: recomputed from the vectors they would be the rounding of
-/// `s₀` where the central path puts a sliding contact's `s` within 1e-15 of its boundary
-/// (settled piles at 16 000 spheres: the NT scaling and the step to the boundary of such
-/// cones then failed, 4–5 iterations of steps 0.001–0.7 near `μ` = 1e-11).
-fn gaps_of(blocks: &[Block], it: &Iterate) -> Vec<[f64; 2]> {
-    blocks
-        .iter()
-        .map(|b| match b.kind {
-            Kind::Soc => {
-                let r = b.rows();
-                [cones::soc_gap(&it.s[r.clone()]), cones::soc_gap(&it.z[r])]
-            }
-            _ => [0.0; 2],
-        })
-        .collect()
-}
-
-/// The largest step `α ≤ 1` keeping `s` and `z` in their cones along `d` (`gaps` those of
-/// `it`, see [`gaps_of`]).
-fn step_to_boundary(blocks: &[Block], it: &Iterate, gaps: &[[f64; 2]], d: &Iterate) -> f64 {
-    blocks.iter().zip(gaps).fold(1.0, |alpha, (b, g)| {
+/// The largest step `α ≤ 1` keeping `s` and `z` in their cones along `d`.
+fn step_to_boundary(blocks: &[Block], it: &Iterate, d: &Iterate) -> f64 {
+    blocks.iter().fold(1.0, |alpha, b| {
         let r = b.rows();
-        let (s, z) = (&it.s[r.clone()], &it.z[r.clone()]);
-        let (ds, dz) = (&d.s[r.clone()], &d.z[r]);
-        if b.kind == Kind::Soc {
-            cones::soc_step(z, g[1], dz, cones::soc_step(s, g[0], ds, alpha))
-        } else {
-            cones::max_step(b.kind, z, dz, cones::max_step(b.kind, s, ds, alpha))
-        }
+        let a = cones::max_step(b.kind, &it.s[r.clone()], &d.s[r.clone()], alpha);
+        cones::max_step(b.kind, &it.z[r.clone()], &d.z[r], a)
     })
-}
-
-/// `it ← it + α d` with the carried `gaps` of its second-order blocks.
-fn advance(blocks: &[Block], it: &mut Iterate, gaps: &mut [[f64; 2]], d: &Iterate, alpha: f64) {
-    for (v, dv) in it.x.iter_mut().zip(&d.x) {
-        *v += alpha * dv;
-    }
-    for (b, g) in blocks.iter().zip(gaps) {
-        let r = b.rows();
-        if b.kind == Kind::Soc {
-            cones::soc_advance(&mut it.s[r.clone()], &mut g[0], &d.s[r.clone()], alpha);
-            cones::soc_advance(&mut it.z[r.clone()], &mut g[1], &d.z[r], alpha);
-        } else {
-            for i in r {
-                it.s[i] += alpha * d.s[i];
-                it.z[i] += alpha * d.z[i];
-            }
-        }
-    }
 }
 
 /// What the iteration reports back per iteration (the trace) and at the end.
@@ -554,7 +511,6 @@ pub(crate) fn iterate(
     };
     let mut r_t = vec![0.0; m];
     let z0 = norm_inf(&it.z).max(1.0);
-    let mut gaps = gaps_of(&std.blocks, &it);
     let mut k = 0;
     let status = loop {
         if answered || meas.worst(params) <= 1.0 {
@@ -570,10 +526,9 @@ pub(crate) fn iterate(
         let scalings: Vec<Scaling> = std
             .blocks
             .iter()
-            .zip(&gaps)
-            .map(|(b, g)| {
+            .map(|b| {
                 let r = b.rows();
-                Scaling::new(b.kind, &it.s[r.clone()], &it.z[r], *g)
+                Scaling::new(b.kind, &it.s[r.clone()], &it.z[r])
             })
             .collect();
         if kkt.factor(std, &scalings).is_err() {
@@ -588,7 +543,7 @@ pub(crate) fn iterate(
         // Predictor (affine, σ = 0), eq. 4.28.
         complementarity_rhs(&std.blocks, &scalings, None, 0.0, &mut r_c);
         newton.solve(kkt, &r_c, &mut aff);
-        let alpha_aff = step_to_boundary(&std.blocks, &it, &gaps, &aff);
+        let alpha_aff = step_to_boundary(&std.blocks, &it, &aff);
         let mu = if nu > 0 {
             dot(&it.s, &it.z) / nu as f64
         } else {
@@ -612,7 +567,7 @@ pub(crate) fn iterate(
         // Centrality correctors on the same factorization (the affine direction's storage
         // holds each trial): on settled piles a few badly centred cones of thousands cut the
         // step (4000 spheres: α 0.60–0.85 with 12–80 cones below 1.5 α; 25 → 18 iterations).
-        let mut step = step_to_boundary(&std.blocks, &it, &gaps, &dir);
+        let mut step = step_to_boundary(&std.blocks, &it, &dir);
         for _ in 0..correctors {
             if step >= 1.0 {
                 break;
@@ -621,7 +576,7 @@ pub(crate) fn iterate(
             centrality_rhs(&std.blocks, &scalings, &dir, reach, &mut r_t);
             r_t.iter_mut().zip(&r_c).for_each(|(t, c)| *t += c);
             newton.solve(kkt, &r_t, &mut aff);
-            let longer = step_to_boundary(&std.blocks, &it, &gaps, &aff);
+            let longer = step_to_boundary(&std.blocks, &it, &aff);
             if !finite(&aff) || longer < step + CORRECTOR_GAIN * (reach - step) {
                 break;
             }
@@ -630,7 +585,15 @@ pub(crate) fn iterate(
             step = longer;
         }
         let alpha = (params.step_fraction * step).min(1.0);
-        advance(&std.blocks, &mut it, &mut gaps, &dir, alpha);
+        for (v, d) in it.x.iter_mut().zip(&dir.x) {
+            *v += alpha * d;
+        }
+        for (v, d) in it.z.iter_mut().zip(&dir.z) {
+            *v += alpha * d;
+        }
+        for (v, d) in it.s.iter_mut().zip(&dir.s) {
+            *v += alpha * d;
+        }
         meas = residuals(std, &it, &mut r_d, &mut r_p);
         answered = observe(k, &it, &meas);
         let worst = meas.worst(params);
