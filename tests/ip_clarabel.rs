@@ -2,8 +2,8 @@
 //! equality and inequality rows, and SOCPs (Coulomb cones under the CCP model), in the
 //! factored, global and assembled forms. Objective and solution agree to 1e-7 relative.
 //!
-//! The ignored test `benchmark_against_clarabel_on_balls_in_box` times both on problems of
-//! the `balls_in_box` scene at three sizes:
+//! The ignored test `benchmark_against_clarabel` times both on settled `balls_in_box` piles
+//! and the Siconos fc3d files:
 //! `cargo test --release --test ip_clarabel -- --ignored --nocapture`.
 
 mod common;
@@ -268,10 +268,21 @@ fn conic_global(p: &Problem) -> Conic {
     }
 }
 
-/// The assembled form as Clarabel's cone QP in the impulses: `P` the symmetric part of
-/// `N + E`, `q = r`, `A = −D⁻¹` (`s = D⁻¹γ` in the second-order cone), `b = 0`.
-fn conic_assembled(sys: &System) -> Conic {
-    let n = sys.operator().as_matrix().expect("an assembled problem");
+/// The QP in the impulses as Clarabel's cone QP (the `W` form): `P` the symmetric part of
+/// `W + E` (`W = N`, assembled from a factored operator), `q = r`, `A = −D⁻¹` (`s = D⁻¹γ` in
+/// the second-order cone), `b = 0`.
+fn conic_w(sys: &System) -> Conic {
+    let assembled;
+    let n = match sys.operator().as_matrix() {
+        Some(n) => n,
+        None => {
+            assembled = sys
+                .factored()
+                .expect("an assembled or factored problem")
+                .assemble();
+            &assembled
+        }
+    };
     let m = sys.rows();
     let mut t = Vec::new();
     for i in 0..m {
@@ -299,8 +310,9 @@ fn conic_assembled(sys: &System) -> Conic {
     }
 }
 
-/// One Clarabel solve: status, objective, `x`, the impulses, iterations and the time of its
-/// setup and solve (seconds).
+/// One Clarabel solve: status, objective, `x`, the impulses, iterations, the time of its
+/// setup and solve together and of its setup alone (seconds), and its linear solver: name,
+/// threads and the entries of the KKT factor `L`.
 struct ClarabelRun {
     status: SolverStatus,
     objective: f64,
@@ -308,14 +320,26 @@ struct ClarabelRun {
     gamma: Vec<f64>,
     iterations: u32,
     time_s: f64,
+    setup_s: f64,
+    ldl: String,
+    threads: usize,
+    nnz_l: usize,
 }
 
+/// Clarabel on `c`; with `IP_BENCH_VERBOSE` set, its timers (setup, factorizations, solves)
+/// are printed after its iteration table.
 fn clarabel_solve(c: &Conic, settings: DefaultSettings<f64>) -> ClarabelRun {
+    let verbose = settings.verbose;
     let start = std::time::Instant::now();
     let mut solver = DefaultSolver::new(&c.p, &c.q, &c.a, &c.b, &c.cones, settings).unwrap();
+    let setup_s = start.elapsed().as_secs_f64();
     solver.solve();
     let time_s = start.elapsed().as_secs_f64();
+    if let Some(timers) = solver.timers.as_ref().filter(|_| verbose) {
+        timers.print();
+    }
     let s = &solver.solution;
+    let ldl = &solver.info.linsolver;
     ClarabelRun {
         status: s.status,
         objective: s.obj_val,
@@ -323,6 +347,10 @@ fn clarabel_solve(c: &Conic, settings: DefaultSettings<f64>) -> ClarabelRun {
         x: s.x.clone(),
         iterations: s.iterations,
         time_s,
+        setup_s,
+        ldl: ldl.name.clone(),
+        threads: ldl.threads,
+        nnz_l: ldl.nnzL,
     }
 }
 
@@ -463,14 +491,45 @@ fn natural_map(sys: &System, gamma: &[f64]) -> f64 {
     signorini::problem::merit::residual(sys, gamma, &u, Default::default(), &unit).relative
 }
 
-/// `(name, the problem as ip takes it, Clarabel's cone QP)`: `balls_in_box` settled (stepped
-/// 30 times by its own solver, then the 31st step's problem) at each size of
-/// `IP_BENCH_SPHERES` (default `1000,4000,16000`), Clarabel in the global form (velocities
-/// and impulses: the sparsest form of the pile); then, unless `IP_BENCH_SICONOS=0`, every
-/// Siconos fc3d file, Clarabel on the QP of `W`'s symmetric part.
-fn bench_problems() -> impl Iterator<Item = (String, System, Conic)> {
-    let sizes = std::env::var("IP_BENCH_SPHERES").unwrap_or("1000,4000,16000".into());
-    let piles = sizes
+/// Clarabel's cone QP of a pile (a factored problem) in the form `IP_BENCH_CLARABEL_FORM`
+/// names: `global` (the default), velocities and impulses with `P = H` ([`conic_global`]), or
+/// `w`, the QP in the impulses with `P = W` ([`conic_w`]).
+fn pile_conic(problem: &Problem, sys: &System) -> Conic {
+    match std::env::var("IP_BENCH_CLARABEL_FORM").as_deref() {
+        Err(_) | Ok("global") => conic_global(&to_global(problem)),
+        Ok("w") => conic_w(sys),
+        Ok(other) => panic!("IP_BENCH_CLARABEL_FORM: `w` or `global`, not `{other}`"),
+    }
+}
+
+/// One problem of the benchmark: its name, the problem as ip takes it, Clarabel's cone QP
+/// and the time taken to build it from the problem (seconds; in neither solver's time), and
+/// whether it is a pile (left out of the files' geometric mean).
+struct BenchProblem {
+    name: String,
+    sys: System,
+    conic: Conic,
+    conic_s: f64,
+    pile: bool,
+}
+
+/// The benchmark's problems: settled piles, Clarabel in the form of [`pile_conic`], then, unless `IP_BENCH_SICONOS=0`, every Siconos fc3d file,
+/// Clarabel on the QP of `W`'s symmetric part. The piles: `balls_in_box` stepped 30 times by
+/// its own solver, then the 31st step's problem, at each size of `IP_BENCH_SPHERES`; then
+/// the problem files of `IP_BENCH_PROBLEMS` (comma-separated paths, any format `signorini`
+/// reads: dumps of `signorini simulate scenes/balls_in_box.toml --set lattice.0.count=N
+/// --steps 31 --dump-step 31 --dump-format bin --snapshot-every 0`), named by their path.
+/// `IP_BENCH_SPHERES` defaults to `1000,4000,16000` without `IP_BENCH_PROBLEMS`, to none
+/// with it.
+fn bench_problems() -> impl Iterator<Item = BenchProblem> {
+    let dumps = std::env::var("IP_BENCH_PROBLEMS").unwrap_or_default();
+    let default_sizes = if dumps.is_empty() {
+        "1000,4000,16000"
+    } else {
+        ""
+    };
+    let sizes = std::env::var("IP_BENCH_SPHERES").unwrap_or(default_sizes.into());
+    let stepped = sizes
         .split(',')
         .filter(|s| !s.is_empty())
         .map(|s| s.trim().parse::<usize>().expect("IP_BENCH_SPHERES: sizes"))
@@ -485,14 +544,31 @@ fn bench_problems() -> impl Iterator<Item = (String, System, Conic)> {
             for _ in 0..30 {
                 sc.world.step(&mut runner).unwrap();
             }
-            let problem = sc.world.problem().problem;
-            let conic = conic_global(&to_global(&problem));
-            (
-                format!("balls_in_box {count}"),
-                System::new(&problem).unwrap(),
-                conic,
-            )
+            (format!("balls_in_box {count}"), sc.world.problem().problem)
         });
+    let dumped = dumps
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|path| {
+            let problem = signorini::problem::io::read(std::path::Path::new(&path), None)
+                .unwrap_or_else(|e| panic!("IP_BENCH_PROBLEMS: {path}: {e}"));
+            (path, problem)
+        });
+    let piles = stepped.chain(dumped).map(|(name, problem)| {
+        let sys = System::new(&problem).unwrap();
+        let start = std::time::Instant::now();
+        let conic = pile_conic(&problem, &sys);
+        BenchProblem {
+            name,
+            conic,
+            conic_s: start.elapsed().as_secs_f64(),
+            sys,
+            pile: true,
+        }
+    });
     let siconos = std::env::var("IP_BENCH_SICONOS").map_or(true, |v| v != "0");
     let dir = common::problems_dir().join("siconos/fc3d");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
@@ -504,8 +580,14 @@ fn bench_problems() -> impl Iterator<Item = (String, System, Conic)> {
     let files = files.into_iter().map(|f| {
         let p = signorini::problem::io::read(&f, None).unwrap();
         let sys = System::new(&p).unwrap();
-        let conic = conic_assembled(&sys);
-        (p.name, sys, conic)
+        let start = std::time::Instant::now();
+        BenchProblem {
+            name: p.name,
+            conic: conic_w(&sys),
+            conic_s: start.elapsed().as_secs_f64(),
+            sys,
+            pile: false,
+        }
     });
     piles.chain(files)
 }
@@ -519,43 +601,80 @@ fn best_of<T>(repeats: usize, mut run: impl FnMut() -> T, time: impl Fn(&T) -> f
 }
 
 /// `ip` against Clarabel on settled `balls_in_box` piles and the Siconos fc3d files (CCP model,
-/// both at [`BENCH_TOL`], Clarabel as recommended otherwise: qdldl, one thread), interleaved
-/// in one process, each solve repeated `IP_BENCH_REPEATS` times (default 2), the best time
-/// kept; prints a markdown table with the relative natural map of both answers. Equal
-/// accuracy: where Clarabel's answer misses [`BENCH_TOL`], `ip` runs again with Clarabel's
-/// natural map as its tolerance (the "ip at Clarabel's accuracy" columns). Clarabel is left
-/// out of problems above `IP_BENCH_CLARABEL_ROWS` rows (default 50 000: it did not finish the
-/// 4000-sphere pile in 25 minutes); `IP_BENCH_VERBOSE` set prints Clarabel's per-iteration
-/// table: `cargo test --release --test ip_clarabel -- --ignored --nocapture`.
+/// both at [`BENCH_TOL`], Clarabel as recommended otherwise: its default settings),
+/// interleaved in one process, each solve repeated `IP_BENCH_REPEATS` times (default 2), the
+/// best time kept; prints a markdown table with the relative natural map of both answers.
+/// Equal accuracy: where Clarabel's answer misses [`BENCH_TOL`], `ip` runs again with
+/// Clarabel's natural map as its tolerance (the "ip at Clarabel's accuracy" columns).
+///
+/// Clarabel's defaults are those of its Python and Julia builds: the crate's `faer-sparse`
+/// feature is on, so `direct_solve_method = "auto"` factors a KKT system whose AMD ordering
+/// costs at least 40 operations per entry of `L` (the piles) with faer's supernodal LDLᵀ,
+/// the others (the Siconos files) with qdldl, on rayon's threads (`max_threads = 0`). On the
+/// piles it takes the global form (velocities and impulses, `P = H`, [`pile_conic`]): its
+/// best form there, 3.4× faster than the QP in `W` at 1000 spheres, whose factor has 3.4×
+/// the entries (benches/RESULTS.md, issue 20, tenth session).
+///
+/// Knobs: `IP_BENCH_CLARABEL_FORM` (`w`, `global`), `IP_BENCH_CLARABEL_LDL` (Clarabel's
+/// `direct_solve_method`: `auto`, `qdldl`, `faer`), `IP_BENCH_CLARABEL_MAX_ITER`,
+/// `IP_BENCH_CLARABEL_TIME_LIMIT` (seconds: a cap; a capped row prints its iterations and the
+/// ratio as a lower bound, `>`), `IP_BENCH_CLARABEL_ROWS` (Clarabel left out of larger
+/// problems; default: none left out), `IP_BENCH_EQUAL=0` (no run of `ip` at Clarabel's
+/// accuracy), `IP_BENCH_VERBOSE` (Clarabel's per-iteration table and timers). The column
+/// "setup + its form": Clarabel's setup (in its time) + building its cone QP from the problem
+/// (in neither time). `cargo test --release --test ip_clarabel -- --ignored --nocapture`.
 #[test]
 #[ignore = "a benchmark: run in release with --ignored --nocapture"]
 fn benchmark_against_clarabel() {
-    let repeats: usize = std::env::var("IP_BENCH_REPEATS").map_or(2, |v| v.parse().unwrap());
+    let env = |name: &str| std::env::var(name).ok();
+    let repeats: usize = env("IP_BENCH_REPEATS").map_or(2, |v| v.parse().unwrap());
     let clarabel_rows: usize =
-        std::env::var("IP_BENCH_CLARABEL_ROWS").map_or(50_000, |v| v.parse().unwrap());
+        env("IP_BENCH_CLARABEL_ROWS").map_or(usize::MAX, |v| v.parse().unwrap());
     let threads = rayon::current_num_threads();
+    println!(
+        "ip on {threads} rayon threads; Clarabel's form on the piles: {}\n",
+        env("IP_BENCH_CLARABEL_FORM").unwrap_or("global".into())
+    );
     println!(
         "| problem | rows | ip it. | ip (s) | ip s/it. | ip IP / polish (s) | ip natural map | \
          Clarabel it. | Clarabel (s) | Clarabel s/it. | Clarabel natural map | Clarabel / ip | \
-         ip at Clarabel's accuracy: it. | (s) | Clarabel / ip |"
+         ip at Clarabel's accuracy: it. | (s) | Clarabel / ip | Clarabel setup + its form (s) | \
+         Clarabel LDL: threads, L entries |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
     let settings = |tol| Settings {
         tol,
         ..Settings::default()
     };
     let clarabel_settings = || {
-        DefaultSettingsBuilder::default()
-            .verbose(std::env::var("IP_BENCH_VERBOSE").is_ok())
+        let mut b = DefaultSettingsBuilder::default();
+        b.verbose(env("IP_BENCH_VERBOSE").is_some())
             .tol_gap_abs(BENCH_TOL)
             .tol_gap_rel(BENCH_TOL)
-            .tol_feas(BENCH_TOL)
-            .build()
-            .unwrap()
+            .tol_feas(BENCH_TOL);
+        if let Some(method) = env("IP_BENCH_CLARABEL_LDL") {
+            b.direct_solve_method(method);
+        }
+        if let Some(n) = env("IP_BENCH_CLARABEL_MAX_ITER") {
+            b.max_iter(n.parse().unwrap());
+        }
+        if let Some(t) = env("IP_BENCH_CLARABEL_TIME_LIMIT") {
+            b.time_limit(t.parse().unwrap());
+        }
+        b.build().unwrap()
     };
     let ip_time = |r: &signorini::solver::Report| r.time_s;
     let (mut log_ratio, mut log_equal, mut files) = (0.0, 0.0, 0);
-    for (name, sys, conic) in bench_problems() {
+    for BenchProblem {
+        name,
+        sys,
+        conic,
+        conic_s,
+        pile,
+    } in bench_problems()
+    {
         let (mut ip, mut cl) = (None::<signorini::solver::Report>, None::<ClarabelRun>);
         for _ in 0..repeats {
             let r = Ip::default().solve(&sys, &settings(BENCH_TOL)).unwrap();
@@ -592,13 +711,21 @@ fn benchmark_against_clarabel() {
         );
         assert_ne!(ip.status, Status::NumericalError, "{name}");
         let Some(cl) = cl else {
-            println!("{ip_columns} — | not run | — | — | — | — | — | — |");
+            println!("{ip_columns} — | not run | — | — | — | — | — | — | — | — | — |");
             continue;
         };
         let ratio = cl.time_s / ip.time_s;
         let cl_map = natural_map(&sys, &cl.gamma);
+        // A capped or failed Clarabel run bounds the ratio from below; it has no accuracy to
+        // be equal to.
+        let solved = matches!(cl.status, SolverStatus::Solved | SolverStatus::AlmostSolved);
+        let bound = if solved { "" } else { "> " };
         // Equal accuracy: ip to the natural map Clarabel reached, where that misses ours.
-        let equal = (cl_map > BENCH_TOL).then(|| {
+        // `IP_BENCH_EQUAL=0` skips that run (minutes on a large pile): the ratio of the
+        // answers at 1e-8 then bounds the one at equal accuracy from below.
+        let needs_equal = solved && cl_map > BENCH_TOL;
+        let skip_equal = env("IP_BENCH_EQUAL").is_some_and(|v| v == "0");
+        let equal = (needs_equal && !skip_equal).then(|| {
             best_of(
                 repeats,
                 || Ip::default().solve(&sys, &settings(cl_map)).unwrap(),
@@ -606,33 +733,45 @@ fn benchmark_against_clarabel() {
             )
         });
         let equal_ratio = cl.time_s / equal.as_ref().map_or(ip.time_s, |e| e.time_s);
-        if !name.starts_with("balls_in_box") {
+        if !pile {
             log_ratio += ratio.ln();
             log_equal += equal_ratio.ln();
             files += 1;
         }
-        let equal_columns = equal.as_ref().map_or("= | = |".into(), |e| {
-            format!(
+        let equal_columns = match &equal {
+            Some(e) => format!(
                 "{} | {:.3} |",
                 status(&e.status.to_string(), e.iterations),
                 e.time_s
-            )
-        });
+            ),
+            None if needs_equal => "not run | — |".into(),
+            None if solved => "= | = |".into(),
+            None => "— | — |".into(),
+        };
+        let equal_bound = if needs_equal && equal.is_none() {
+            "≥ "
+        } else {
+            bound
+        };
         println!(
-            "{ip_columns} {} | {:.3} | {:.4} | {:.1e} | {:.2} | {equal_columns} {:.2} |",
+            "{ip_columns} {} | {:.3} | {:.4} | {:.1e} | {bound}{:.2} | {equal_columns} \
+             {equal_bound}{:.2} | {:.3} + {conic_s:.3} | {} {}, {} |",
             status(&format!("{:?}", cl.status), cl.iterations as usize),
             cl.time_s,
             cl.time_s / f64::from(cl.iterations.max(1)),
             cl_map,
             ratio,
             equal_ratio,
+            cl.setup_s,
+            cl.ldl,
+            cl.threads,
+            cl.nnz_l,
         );
     }
     if files > 0 {
         println!(
             "\nSiconos fc3d files: {files}, geometric mean of Clarabel / ip time {:.2} (both \
-             at 1e-8), {:.2} (ip at Clarabel's natural map where that misses 1e-8); ip on \
-             {threads} rayon threads, Clarabel on one (qdldl).",
+             at 1e-8), {:.2} (ip at Clarabel's natural map where that misses 1e-8).",
             (log_ratio / files as f64).exp(),
             (log_equal / files as f64).exp()
         );
