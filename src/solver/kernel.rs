@@ -2,8 +2,9 @@
 //! (issue 16), written for the memory system: the blocks are stored in groups of
 //! [`L`] consecutive blocks (structure of arrays within a group: one lane per block), each
 //! group one contiguous record, read in order by rayon tasks over contiguous chunks, in
-//! `f32` or `f64` ([`Real`], `--precision`), and moved [`L`] at a time in SIMD lanes
-//! ([`super::lanes`], under `pulp`'s run-time dispatch).
+//! `f32` or `f64` ([`Lane`], `--precision`), and moved [`L`] at a time in SIMD lanes
+//! ([`super::lanes`]; the gathers of `w` and the stores of the products by in-register
+//! transposes, [`super::moves`], under the run-time dispatch of [`Isa`]).
 //!
 //! - Per group (blocks in sweep order: colour by colour for the coloured sweep, each colour
 //!   padded to whole groups with zero blocks on the ground): the Jacobian rows padded to
@@ -21,8 +22,8 @@
 //!
 //! `M⁻¹ Jᵀ` is not stored. Jacobi's pass over the groups computes, with the rows already in
 //! registers, the new `γ_k` and its products `J_{k,s}ᵀ γ_k` (one 6-vector per side), stored
-//! in lane order as the lanes compute them (no transpose); the body pass then sums each
-//! body's products and scales by its `M⁻¹`. So an iteration reads the Jacobian once; so
+//! per block (12 contiguous values, transposed from the lanes in registers); the body pass
+//! then sums each body's products, 6 contiguous values per link, and scales by its `M⁻¹`. So an iteration reads the Jacobian once; so
 //! does a coloured sweep, whose blocks measure the residual of the iterate they start from
 //! with the plain copy of `w` before their step reads the cells. Every loop the dispatched
 //! functions run is an `#[inline(always)]` function or a plain loop: a closure there may
@@ -38,18 +39,30 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::lanes::{self, Cones, L, Lanes};
+use super::moves::{Isa, Lane, Moves, Portable, Products, Record, Task, W};
 use super::progress::{Progress, initial_iterate};
 use super::rows::{Compact, Full, Rows, Velocities};
 use super::traffic::{Term, Traffic};
 use super::{Precision, Report, Settings, Status, block_steps};
 use crate::problem::merit::{self, Residual};
 use crate::problem::operator::FactoredOperator;
-use crate::problem::real::Real;
 use crate::problem::{Cone, FrictionModel, System};
 
 /// Groups per rayon task of the group passes: fixed, so that the residual's sums do not
 /// depend on the number of threads.
 const CHUNK: usize = 128;
+
+/// How many groups ahead a group pass asks the cache for the bodies' records of `w`
+/// (and for the groups' own records twice as far ahead, so that the bodies' indices are
+/// there when their prefetch reads them). Past the caches (~1e6 contacts) the pass
+/// stalled on its own record stream, which the hardware prefetcher does not keep ahead
+/// of (a `perf` annotation of the prefetch of the bodies alone put a third of the pass's
+/// samples on the load of the indices four groups ahead), and on the random gathers.
+const AHEAD: usize = 4;
+
+/// How many bodies ahead the body pass asks the cache for the products of a body's links
+/// (random reads of the products' buffer).
+const AHEAD_BODIES: usize = 8;
 
 /// How the iterate moves.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -103,7 +116,7 @@ impl Sums {
 /// The terms of [`Sums`] per lane, in `T`, over one task's chunk of groups (at most
 /// `CHUNK · L / L` terms per lane; the sums of squares are then added in `f64`).
 #[derive(Clone, Copy)]
-struct LaneSums<T: Real> {
+struct LaneSums<T: Lane> {
     e2: Lanes<T>,
     e_inf: Lanes<T>,
     velocity: Lanes<T>,
@@ -112,7 +125,7 @@ struct LaneSums<T: Real> {
     g_inf: Lanes<T>,
 }
 
-impl<T: Real> LaneSums<T> {
+impl<T: Lane> LaneSums<T> {
     const ZERO: Self = LaneSums {
         e2: [T::ZERO; L],
         e_inf: [T::ZERO; L],
@@ -161,7 +174,7 @@ impl<T: Real> LaneSums<T> {
 }
 
 /// One group's record: lane `l` is block `L · group + l`.
-struct Group<T: Real, J: Rows<T>> {
+struct Group<T: Lane, J: Rows<T>> {
     jac: J::Group,
     r: [Lanes<T>; 3],
     /// `η_k`, 0 on padding.
@@ -171,52 +184,76 @@ struct Group<T: Real, J: Rows<T>> {
     bodies: [[u32; L]; 2],
 }
 
-impl<T: Real, J: Rows<T>> Clone for Group<T, J> {
+impl<T: Lane, J: Rows<T>> Clone for Group<T, J> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<T: Real, J: Rows<T>> Copy for Group<T, J> {}
+impl<T: Lane, J: Rows<T>> Copy for Group<T, J> {}
 
 /// A group's iterate: `γ` rows × lanes.
 type Impulses<T> = [Lanes<T>; 3];
 
-/// Values per body of `w`: the 6 velocities padded to 8, so that a body's record is one
-/// 64-byte cache line in `f64` (half of one in `f32`) and each gather touches one line.
-const W: usize = 8;
-
 /// Where the Jacobi pass writes: the next iterate and its products `J_{k,s}ᵀ γ_k`.
-type JacobiOut<'a, T> = (&'a mut [Impulses<T>], &'a mut [Velocities<T>]);
+type JacobiOut<'a, T> = (&'a mut [Impulses<T>], &'a mut [Products<T>]);
 
 /// The body velocities `w` as the block passes read them: plain values (Jacobi's, written
 /// by the body pass only; the coloured sweep's copy of its cells at the sweep's start, for
 /// the residual), atomic cells for the coloured sweep's steps ([`Shared`]).
-trait Cells<T: Real>: Sync {
-    /// The record of body `b`.
-    fn get(&self, b: u32) -> [T; W];
+trait Cells<T: Lane>: Sync {
+    /// The velocities of the bodies `bodies` in lanes.
+    fn gather<M: Moves>(&self, moves: M, bodies: &[u32; L]) -> [Lanes<T>; 6];
+    /// Asks the cache for the records of `bodies` ([`Moves::prefetch`]).
+    fn prefetch<M: Moves>(&self, moves: M, bodies: &[u32; L]);
 }
 
-impl<T: Real> Cells<T> for [[T; W]] {
+impl<T: Lane> Cells<T> for [Record<T>] {
     #[inline(always)]
-    fn get(&self, b: u32) -> [T; W] {
-        self[b as usize]
+    fn gather<M: Moves>(&self, moves: M, bodies: &[u32; L]) -> [Lanes<T>; 6] {
+        let mut rows = [&self[0].v; L];
+        for (row, &b) in rows.iter_mut().zip(bodies) {
+            *row = &self[b as usize].v;
+        }
+        T::gather(moves, rows)
+    }
+
+    #[inline(always)]
+    fn prefetch<M: Moves>(&self, moves: M, bodies: &[u32; L]) {
+        for &b in bodies {
+            moves.prefetch(&self[b as usize]);
+        }
     }
 }
 
 /// Body velocities in atomic cells, which the blocks of one colour update in parallel.
-struct Shared<T: Real>(Vec<[T::Atomic; W]>);
+struct Shared<T: Lane>(Vec<[T::Atomic; W]>);
 
-impl<T: Real> Cells<T> for Shared<T> {
+impl<T: Lane> Cells<T> for Shared<T> {
+    /// One scalar load per value: atomic loads never merge into vector loads.
     #[inline(always)]
-    fn get(&self, b: u32) -> [T; W] {
-        load_cells::<T>(&self.0[b as usize])
+    fn gather<M: Moves>(&self, _: M, bodies: &[u32; L]) -> [Lanes<T>; 6] {
+        let mut v = [[T::ZERO; L]; 6];
+        for (l, &b) in bodies.iter().enumerate() {
+            let cell = &self.0[b as usize];
+            for c in 0..6 {
+                v[c][l] = T::load(&cell[c]);
+            }
+        }
+        v
+    }
+
+    #[inline(always)]
+    fn prefetch<M: Moves>(&self, moves: M, bodies: &[u32; L]) {
+        for &b in bodies {
+            moves.prefetch(&self.0[b as usize]);
+        }
     }
 }
 
 /// The values of a body's atomic cells (the padding zero).
 #[inline(always)]
-fn load_cells<T: Real>(cell: &[T::Atomic; W]) -> [T; W] {
+fn load_cells<T: Lane>(cell: &[T::Atomic; W]) -> [T; W] {
     let mut v = [T::ZERO; W];
     for c in 0..6 {
         v[c] = T::load(&cell[c]);
@@ -225,7 +262,7 @@ fn load_cells<T: Real>(cell: &[T::Atomic; W]) -> [T; W] {
 }
 
 /// The kernel's data for one system, in precision `T`, rows encoded by `J`.
-pub(crate) struct Kernel<T: Real, J: Rows<T>> {
+pub(crate) struct Kernel<T: Lane, J: Rows<T>> {
     /// System block of each kernel block, `None` for padding.
     order: Vec<Option<usize>>,
     /// Groups of each colour (one range for Jacobi).
@@ -240,10 +277,10 @@ pub(crate) struct Kernel<T: Real, J: Rows<T>> {
     r_norm: f64,
     /// De Saxcé's shift of the model velocity (the Coulomb friction model).
     shift: bool,
-    arch: pulp::Arch,
+    isa: Isa,
 }
 
-impl<T: Real, J: Rows<T>> Kernel<T, J> {
+impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// The kernel of `sys` (factored, operator `f`) with the blocks in the order of
     /// `colours` (each a list of system blocks; one list for Jacobi), block steps `eta`.
     pub(crate) fn new(
@@ -329,7 +366,7 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
             links,
             r_norm: sys.r().iter().map(|x| x * x).sum::<f64>().sqrt(),
             shift: friction == FrictionModel::Coulomb,
-            arch: pulp::Arch::new(),
+            isa: Isa::detect(),
         }
     }
 
@@ -360,19 +397,20 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
         out
     }
 
-    /// `J_{k,s}ᵀ γ_k` of every group at `gamma`, in `products` (per group, side,
-    /// component, the lanes: the order the lanes compute them in).
-    fn products(&self, gamma: &[Impulses<T>], products: &mut [Velocities<T>]) {
-        for ((grp, g), out) in self.groups.iter().zip(gamma).zip(products) {
-            *out = J::transpose_times(&grp.jac, g);
+    /// `J_{k,s}ᵀ γ_k` of every block at `gamma`, in `products` (per kernel block).
+    fn products(&self, gamma: &[Impulses<T>], products: &mut [Products<T>]) {
+        let blocks = products.chunks_exact_mut(L);
+        for ((grp, g), out) in self.groups.iter().zip(gamma).zip(blocks) {
+            let out = out.try_into().expect("a group's blocks");
+            T::store_products(Portable, &J::transpose_times(&grp.jac, g), out);
         }
     }
 
     /// `w = M⁻¹ Jᵀ γ` from the groups' `products` ([`Kernel::products`]), bodies in
     /// parallel (each a sum over its links); `w` holds every body but the ground.
-    fn body_velocities(&self, products: &[Velocities<T>], w: &mut [[T; W]]) {
+    fn body_velocities(&self, products: &[Products<T>], w: &mut [Record<T>]) {
         w.par_chunks_mut(CHUNK * L).enumerate().for_each(|(c, ws)| {
-            self.arch.dispatch(BodyChunk {
+            self.isa.run(BodyChunk {
                 kernel: self,
                 first: c * CHUNK * L,
                 ws,
@@ -383,46 +421,60 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
 
     /// The bodies `ws` (from body `first`) of [`Kernel::body_velocities`].
     #[inline(always)]
-    fn body_chunk(&self, first: usize, ws: &mut [[T; W]], products: &[Velocities<T>]) {
+    fn body_chunk<M: Moves>(
+        &self,
+        moves: M,
+        first: usize,
+        ws: &mut [Record<T>],
+        products: &[Products<T>],
+    ) {
         for (i, wb) in ws.iter_mut().enumerate() {
             let b = first + i;
+            if let Some(ahead) = self.links_of(b + AHEAD_BODIES) {
+                for &link in ahead {
+                    moves.prefetch(&products[link as usize / 2][link as usize % 2]);
+                }
+            }
             let mut acc = [T::ZERO; 6];
-            let links = &self.links[self.link_ptr[b] as usize..self.link_ptr[b + 1] as usize];
+            let links = self.links_of(b).expect("a body of the pass");
             for &link in links {
-                // `2 · kernel block + side`, the block lane `l` of group `g`.
-                let (kk, s) = (link as usize / 2, link as usize % 2);
-                let (p, l) = (&products[kk / L][s], kk % L);
+                // `2 · kernel block + side`.
+                let p = &products[link as usize / 2][link as usize % 2];
                 for c in 0..6 {
-                    acc[c] += p[c][l];
+                    acc[c] += p[c];
                 }
             }
             let m = &self.inv_mass[b];
             for c in 0..6 {
-                wb[c] = acc[c] * m[c];
+                wb.v[c] = acc[c] * m[c];
             }
         }
+    }
+
+    /// The links (`2 · kernel block + side`) of body `b`, if there is such a body (the
+    /// ground has none).
+    #[inline(always)]
+    fn links_of(&self, b: usize) -> Option<&[u32]> {
+        let end = *self.link_ptr.get(b + 1)?;
+        Some(&self.links[self.link_ptr[b] as usize..end as usize])
     }
 
     /// The velocities `u` and model velocities `û` of group `gi` at `γ` = `g`:
     /// `u_k = J_k w + E_k γ_k + r_k`, `û_k = u_k + μ_k ‖u_t‖ e_n` under the Coulomb model
     /// (De Saxcé's shift; zero for unilateral and bilateral blocks).
     #[inline(always)]
-    fn velocity<C: Cells<T> + ?Sized>(
+    fn velocity<C: Cells<T> + ?Sized, M: Moves>(
         &self,
+        moves: M,
         gi: usize,
         g: &Impulses<T>,
         w: &C,
     ) -> ([Lanes<T>; 3], [Lanes<T>; 3]) {
         let grp = &self.groups[gi];
-        let mut wb: Velocities<T> = [[[T::ZERO; L]; 6]; 2];
-        for (side, bodies) in wb.iter_mut().zip(&grp.bodies) {
-            for (l, &b) in bodies.iter().enumerate() {
-                let v = w.get(b);
-                for c in 0..6 {
-                    side[c][l] = v[c];
-                }
-            }
-        }
+        let wb: Velocities<T> = [
+            w.gather(moves, &grp.bodies[0]),
+            w.gather(moves, &grp.bodies[1]),
+        ];
         let jw = J::times(&grp.jac, &wb);
         let mut u = [
             lanes::add(grp.r[0], jw[0]),
@@ -448,6 +500,27 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
         (u, u_hat)
     }
 
+    /// Asks the cache for the record of group `gi + 2 AHEAD` and for the records in `w`
+    /// of group `gi + AHEAD`'s bodies, where there are such groups ([`Moves::prefetch`]).
+    #[inline(always)]
+    fn prefetch<C: Cells<T> + ?Sized, M: Moves>(&self, moves: M, gi: usize, w: &C) {
+        if let Some(grp) = self.groups.get(gi + 2 * AHEAD) {
+            moves.prefetch(grp);
+        }
+        self.prefetch_bodies(moves, gi + AHEAD, w);
+    }
+
+    /// Asks the cache for the records in `w` of group `gi`'s bodies, if there is such a
+    /// group.
+    #[inline(always)]
+    fn prefetch_bodies<C: Cells<T> + ?Sized, M: Moves>(&self, moves: M, gi: usize, w: &C) {
+        if let Some(grp) = self.groups.get(gi) {
+            for bodies in &grp.bodies {
+                w.prefetch(moves, bodies);
+            }
+        }
+    }
+
     /// `Π_K(γ_k − s_k û_k)` per lane.
     #[inline(always)]
     fn step(cone: &Cones<T>, g: &Impulses<T>, u_hat: &[Lanes<T>; 3], s: &Lanes<T>) -> Impulses<T> {
@@ -464,8 +537,9 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
     /// Adds the residual terms of group `gi` (cones `cone`) at `γ` = `g` to `sums`;
     /// returns `û`.
     #[inline(always)]
-    fn measure<C: Cells<T> + ?Sized>(
+    fn measure<C: Cells<T> + ?Sized, M: Moves>(
         &self,
+        moves: M,
         gi: usize,
         cone: &Cones<T>,
         g: &Impulses<T>,
@@ -473,7 +547,7 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
         sums: &mut LaneSums<T>,
     ) -> [Lanes<T>; 3] {
         let grp = &self.groups[gi];
-        let (u, u_hat) = self.velocity(gi, g, w);
+        let (u, u_hat) = self.velocity(moves, gi, g, w);
         let unit = Self::step(cone, g, &u_hat, &[T::ONE; L]);
         let mut eta = grp.eta;
         let mut inv_eta = [T::ONE; L];
@@ -489,7 +563,7 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
     /// The Jacobi step of the groups `gs` (from group `first`) into `out`, their products
     /// into `prods`; returns the residual sums at `gs`.
     #[inline(always)]
-    fn jacobi_chunk(&self, task: JacobiChunk<'_, T, J>) -> Sums {
+    fn jacobi_chunk<M: Moves>(&self, moves: M, task: JacobiChunk<'_, T, J>) -> Sums {
         let JacobiChunk {
             first,
             gs,
@@ -500,15 +574,17 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
             ..
         } = task;
         let mut sums = LaneSums::ZERO;
-        let groups = out.iter_mut().zip(prods).zip(gs);
+        let groups = out.iter_mut().zip(prods.chunks_exact_mut(L)).zip(gs);
         for (i, ((o, p), g)) in groups.enumerate() {
             let gi = first + i;
+            self.prefetch(moves, gi, w);
             let grp = &self.groups[gi];
             let cone = Cones::of(&grp.mu);
-            let u_hat = self.measure(gi, &cone, g, w, &mut sums);
+            let u_hat = self.measure(moves, gi, &cone, g, w, &mut sums);
             let s = lanes::mul([omega; L], grp.eta);
             *o = Self::step(&cone, g, &u_hat, &s);
-            *p = J::transpose_times(&grp.jac, o);
+            let p = p.try_into().expect("a group's blocks");
+            T::store_products(moves, &J::transpose_times(&grp.jac, o), p);
         }
         sums.total()
     }
@@ -519,7 +595,7 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
     /// the velocities `w` had before the sweep (on the group's record already loaded for
     /// the step: no pass of its own).
     #[inline(always)]
-    fn sweep_chunk(&self, task: SweepChunk<'_, T, J>) -> Sums {
+    fn sweep_chunk<M: Moves>(&self, moves: M, task: SweepChunk<'_, T, J>) -> Sums {
         let SweepChunk {
             first,
             first_colour,
@@ -534,6 +610,8 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
         let mut sums = LaneSums::ZERO;
         for (i, (g, o)) in gs.iter().zip(out).enumerate() {
             let gi = first + i;
+            self.prefetch(moves, gi, plain);
+            self.prefetch_bodies(moves, gi + AHEAD, w);
             let grp = &self.groups[gi];
             // `M⁻¹` of the group's bodies in lanes, loaded ahead of the arithmetic that
             // needs it last (its random reads then overlap the work before).
@@ -547,12 +625,12 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
                 }
             }
             let cone = Cones::of(&grp.mu);
-            let before = self.measure(gi, &cone, g, plain, &mut sums);
+            let before = self.measure(moves, gi, &cone, g, plain, &mut sums);
             // The colours before this one have moved `w` since the sweep began.
             let u_hat = if first_colour {
                 before
             } else {
-                self.velocity(gi, g, w).1
+                self.velocity(moves, gi, g, w).1
             };
             let s = lanes::mul([omega; L], grp.eta);
             *o = Self::step(&cone, g, &u_hat, &s);
@@ -588,17 +666,17 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
     fn jacobi_pass(
         &self,
         gamma: &[Impulses<T>],
-        w: &[[T; W]],
+        w: &[Record<T>],
         omega: T,
         (next, products): JacobiOut<'_, T>,
     ) -> Sums {
         let parts: Vec<Sums> = next
             .par_chunks_mut(CHUNK)
-            .zip(products.par_chunks_mut(CHUNK))
+            .zip(products.par_chunks_mut(CHUNK * L))
             .zip(gamma.par_chunks(CHUNK))
             .enumerate()
             .map(|(c, ((out, prods), gs))| {
-                self.arch.dispatch(JacobiChunk {
+                self.isa.run(JacobiChunk {
                     kernel: self,
                     first: c * CHUNK,
                     gs,
@@ -615,12 +693,12 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
     /// The values of the cells `shared` in `w` (every body but the ground), for the
     /// residual measured in the next coloured sweep: its gathers are then vector loads,
     /// which atomic loads never are (`T::load` is one scalar load per value).
-    fn unshare(&self, shared: &Shared<T>, w: &mut [[T; W]]) {
+    fn unshare(&self, shared: &Shared<T>, w: &mut [Record<T>]) {
         w.par_chunks_mut(CHUNK * L)
             .zip(shared.0.par_chunks(CHUNK * L))
             .for_each(|(ws, cells)| {
                 for (wb, cell) in ws.iter_mut().zip(cells) {
-                    *wb = load_cells::<T>(cell);
+                    wb.v = load_cells::<T>(cell);
                 }
             });
     }
@@ -635,7 +713,7 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
     fn colored_pass(
         &self,
         gamma: &[Impulses<T>],
-        plain: &[[T; W]],
+        plain: &[Record<T>],
         w: &Shared<T>,
         omega: T,
         next: &mut [Impulses<T>],
@@ -648,7 +726,7 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
                 .zip(gamma[range.clone()].par_chunks(CHUNK))
                 .enumerate()
                 .map(|(c, (out, gs))| {
-                    self.arch.dispatch(SweepChunk {
+                    self.isa.run(SweepChunk {
                         kernel: self,
                         first: start + c * CHUNK,
                         first_colour: colour == 0,
@@ -666,66 +744,67 @@ impl<T: Real, J: Rows<T>> Kernel<T, J> {
     }
 }
 
-// The tasks of a rayon chunk, run by `pulp::Arch::dispatch`: their `with_simd` is inlined
-// into the function that `pulp` compiles with the CPU's instruction set (a closure would not
-// be: its `FnOnce` shim is a function of its own, compiled for the baseline; nor is a large
-// closure called from inside it always inlined, so the hot code below has none).
+// The tasks of a rayon chunk, run by `Isa::run`: their `run` is inlined into the function
+// that `pulp` compiles with the CPU's instruction set (a closure would not be: its `FnOnce`
+// shim is a function of its own, compiled for the baseline; nor is a large closure called
+// from inside it always inlined, so the hot code below has none).
 
 /// A chunk of the body pass ([`Kernel::body_chunk`]).
-struct BodyChunk<'a, T: Real, J: Rows<T>> {
+struct BodyChunk<'a, T: Lane, J: Rows<T>> {
     kernel: &'a Kernel<T, J>,
     first: usize,
-    ws: &'a mut [[T; W]],
-    products: &'a [Velocities<T>],
+    ws: &'a mut [Record<T>],
+    products: &'a [Products<T>],
 }
 
-impl<T: Real, J: Rows<T>> pulp::WithSimd for BodyChunk<'_, T, J> {
+impl<T: Lane, J: Rows<T>> Task for BodyChunk<'_, T, J> {
     type Output = ();
 
     #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _: S) {
-        self.kernel.body_chunk(self.first, self.ws, self.products)
+    fn run<M: Moves>(self, moves: M) {
+        self.kernel
+            .body_chunk(moves, self.first, self.ws, self.products)
     }
 }
 
 /// A chunk of the Jacobi pass ([`Kernel::jacobi_chunk`]).
-struct JacobiChunk<'a, T: Real, J: Rows<T>> {
+struct JacobiChunk<'a, T: Lane, J: Rows<T>> {
     kernel: &'a Kernel<T, J>,
     first: usize,
     gs: &'a [Impulses<T>],
     out: &'a mut [Impulses<T>],
-    prods: &'a mut [Velocities<T>],
-    w: &'a [[T; W]],
+    prods: &'a mut [Products<T>],
+    w: &'a [Record<T>],
     omega: T,
 }
 
-impl<T: Real, J: Rows<T>> pulp::WithSimd for JacobiChunk<'_, T, J> {
+impl<T: Lane, J: Rows<T>> Task for JacobiChunk<'_, T, J> {
     type Output = Sums;
 
     #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _: S) -> Sums {
-        self.kernel.jacobi_chunk(self)
+    fn run<M: Moves>(self, moves: M) -> Sums {
+        self.kernel.jacobi_chunk(moves, self)
     }
 }
 
 /// A chunk of one colour of the coloured sweep ([`Kernel::sweep_chunk`]).
-struct SweepChunk<'a, T: Real, J: Rows<T>> {
+struct SweepChunk<'a, T: Lane, J: Rows<T>> {
     kernel: &'a Kernel<T, J>,
     first: usize,
     first_colour: bool,
     gs: &'a [Impulses<T>],
     out: &'a mut [Impulses<T>],
-    plain: &'a [[T; W]],
+    plain: &'a [Record<T>],
     w: &'a Shared<T>,
     omega: T,
 }
 
-impl<T: Real, J: Rows<T>> pulp::WithSimd for SweepChunk<'_, T, J> {
+impl<T: Lane, J: Rows<T>> Task for SweepChunk<'_, T, J> {
     type Output = Sums;
 
     #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _: S) -> Sums {
-        self.kernel.sweep_chunk(self)
+    fn run<M: Moves>(self, moves: M) -> Sums {
+        self.kernel.sweep_chunk(moves, self)
     }
 }
 
@@ -773,7 +852,7 @@ fn padded_rows(f: &FactoredOperator, k: usize) -> [f64; 36] {
 }
 
 /// [`solve`] in precision `T`, on compact rows where every block fits them.
-fn solve_in<T: Real>(job: &Job) -> Report {
+fn solve_in<T: Lane>(job: &Job) -> Report {
     if compact(job.sys, job.f) {
         run::<T, Compact>(job)
     } else {
@@ -782,7 +861,7 @@ fn solve_in<T: Real>(job: &Job) -> Report {
 }
 
 /// [`solve`] in precision `T` with rows encoded by `J`.
-fn run<T: Real, J: Rows<T>>(job: &Job) -> Report {
+fn run<T: Lane, J: Rows<T>>(job: &Job) -> Report {
     let &Job {
         name,
         sys,
@@ -798,19 +877,19 @@ fn run<T: Real, J: Rows<T>>(job: &Job) -> Report {
     let gamma0 = initial_iterate(sys, settings);
     let mut cur = kernel.gather(sys, &gamma0);
     let mut next = cur.clone();
-    let mut w = vec![[T::ZERO; W]; kernel.inv_mass.len()];
+    let mut w = vec![Record::new([T::ZERO; W]); kernel.inv_mass.len()];
     let bodies = w.len() - 1;
-    let mut products = vec![[[[T::ZERO; L]; 6]; 2]; cur.len()];
+    let mut products = vec![[[T::ZERO; 6]; 2]; cur.len() * L];
     kernel.products(&cur, &mut products);
     kernel.body_velocities(&products, &mut w[..bodies]);
     let jacobi = sweep == Sweep::Jacobi;
     // The coloured sweep updates `w` in place, block by block: atomic cells.
-    let shared = (!jacobi).then(|| Shared::<T>(w.iter().map(|v| v.map(T::atomic)).collect()));
+    let shared = (!jacobi).then(|| Shared::<T>(w.iter().map(|r| r.v.map(T::atomic)).collect()));
     // A pass measures the residual at `cur` and writes the next iterate into `next`.
     let pass = |cur: &[Impulses<T>],
                 next: &mut [Impulses<T>],
-                products: &mut [Velocities<T>],
-                w: &[[T; W]]| match &shared {
+                products: &mut [Products<T>],
+                w: &[Record<T>]| match &shared {
         None => kernel.jacobi_pass(cur, w, omega, (next, products)),
         Some(shared) => kernel.colored_pass(cur, w, shared, omega, next),
     };
@@ -857,15 +936,17 @@ fn run<T: Real, J: Rows<T>>(job: &Job) -> Report {
 /// factored. Blocks are counted in whole groups (padding included). Jacobi: the body pass
 /// (per body its link range, `M⁻¹` and `w` written; per link its entry and the block's
 /// product `J_{k,s}ᵀ γ_k`), then per block its record, the gathers of `w` (the 6 values
-/// read of a body's 8), the new `γ_k` and its two products written. The minimum of the
+/// of a body's 8 in 16-byte pieces, [`super::moves`]: 8 values in `f32`, 6 in `f64`), the
+/// new `γ_k` and its two products written. The minimum of the
 /// encoding, for comparison: the record, `γ_k` read and written, and per body `M⁻¹` and
 /// `w` written once and read once (`8 + (VALUES + 11) t` per block plus `18 t` per body:
 /// 312 B in `f64` and 160 B in `f32` on the compact rows of a cubic packing, 3 contacts
-/// per body); the model adds the gathers (12 values per block, mostly cache hits) and
+/// per body); the model adds the gathers (2 bodies per block, mostly cache hits) and
 /// the products (12 written per block, 6 read per link). The coloured sweep: the copy of
 /// the cells `w` into plain values (per body 6 read, 6 written); per block its record,
-/// the gathers of `w` twice (the plain values for the residual, the cells for the step)
-/// and the new `γ_k`; per link `M⁻¹` and `w` read and `w` written.
+/// the gathers of `w` twice (the plain values for the residual in pieces, the cells for
+/// the step value by value) and the new `γ_k`; per link `M⁻¹` and `w` read and `w`
+/// written.
 pub(crate) fn traffic(
     sys: &System,
     sweep: Sweep,
@@ -889,8 +970,10 @@ pub(crate) fn traffic(
     } else {
         ("full", <Full as Rows<f64>>::VALUES)
     };
-    // Per block: bodies (8), J, r, γ, η, μ, compliance, the w gathers of both sides.
-    let record = 8 + values * t + 3 * t + 3 * t + 2 * t + comp + 12 * t;
+    // Per block: bodies (8), J, r, γ, η, μ, compliance, the w gathers of both sides (the
+    // 6 values of a body in 16-byte pieces).
+    let gathers = 2 * u64::div_ceil(6 * t, 16) * 16;
+    let record = 8 + values * t + 3 * t + 3 * t + 2 * t + comp + gathers;
     let terms = match sweep {
         Sweep::Jacobi => vec![
             Term {

@@ -12,6 +12,7 @@ pub mod ip;
 pub mod jacobi;
 pub(crate) mod kernel;
 pub(crate) mod lanes;
+pub(crate) mod moves;
 pub(crate) mod rows;
 pub mod simplex;
 pub mod spg;

@@ -1,0 +1,415 @@
+//! Moves between the CPU kernel's records and its lanes (issue 16): the gather of `L`
+//! bodies' velocities `w` (a record of [`W`] values per body) into 6 lane vectors, and the
+//! store of `L` blocks' products `J_{k,s}ᵀ γ_k` from 12 lane vectors into each block's 12
+//! values ([`Products`]). Both are transposes of an `L × 6` (or `L × 12`) matrix. Written
+//! as plain loops, LLVM compiles them into one scalar insert or extract per value (96 per
+//! gather of a group's two sides), and these moves, not the arithmetic, set the cost of a
+//! block in `f32`. Under AVX2 they are in-register transposes of 128-bit pieces of the
+//! records, through `pulp`'s safe intrinsics ([`Moves`] for [`V3`]): per group and side,
+//! 8 loads and 8 inserts of 128 bits and 12 shuffles (`f32`) or 12 inserts and 12 shuffles
+//! (`f64`) gather `w`; 24 shuffles and 24 stores of 128 bits (`f32`) or 24 shuffles and
+//! 48 stores (`f64`) store the products. Elsewhere the plain loops run ([`Portable`]).
+//!
+//! [`Isa::run`] runs a kernel task ([`Task`]) with the moves of the machine, under the
+//! instruction set they need (`pulp`'s `vectorize`: the task, `#[inline(always)]`, is
+//! compiled inside a function with AVX2 and FMA enabled), as `pulp::Arch::dispatch` did.
+
+#[cfg(target_arch = "x86_64")]
+use core::arch::x86_64::{__m128, __m128d, __m256, __m256d};
+#[cfg(target_arch = "x86_64")]
+use pulp::x86::V3;
+
+use super::lanes::{L, Lanes};
+use super::rows::Velocities;
+use crate::problem::real::Real;
+
+/// Values per body of `w`: the 6 velocities padded to 8, so that a body's record is one
+/// 64-byte cache line in `f64` (half of one in `f32`).
+pub(crate) const W: usize = 8;
+
+/// A body's record of `w`: [`W`] values, aligned to their size (64 bytes in `f64`, 32 in
+/// `f32`) so that a gather reads one cache line (in a `Vec` of plain arrays, aligned as
+/// the allocator's 16 bytes, every `f64` record and half the `f32` ones straddle two).
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+pub(crate) struct Record<T: Lane> {
+    /// The 6 velocities and the padding.
+    pub(crate) v: [T; W],
+    /// No bytes, the alignment.
+    align: [T::Align; 0],
+}
+
+impl<T: Lane> Record<T> {
+    /// The record of values `v`.
+    pub(crate) const fn new(v: [T; W]) -> Self {
+        Record { v, align: [] }
+    }
+}
+
+/// Alignments of [`Record`]: 32 and 64 bytes.
+#[derive(Debug, Clone, Copy)]
+#[repr(align(32))]
+pub(crate) struct Align32;
+
+/// See [`Align32`].
+#[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
+pub(crate) struct Align64;
+
+/// A block's products `J_{k,s}ᵀ γ_k`, side `s` then component: 12 contiguous values.
+pub(crate) type Products<T> = [[T; 6]; 2];
+
+/// The gathers and stores of one instruction set, for each precision.
+pub(crate) trait Moves: Copy {
+    /// Components 0–5 of the records `rows`, lane `l` from `rows[l]`.
+    fn gather_f32(self, rows: [&[f32; W]; L]) -> [Lanes<f32>; 6];
+    /// As [`Moves::gather_f32`].
+    fn gather_f64(self, rows: [&[f64; W]; L]) -> [Lanes<f64>; 6];
+    /// `v` (side, component, lane) into `out` (lane, side, component).
+    fn store_f32(self, v: &Velocities<f32>, out: &mut [Products<f32>; L]);
+    /// As [`Moves::store_f32`].
+    fn store_f64(self, v: &Velocities<f64>, out: &mut [Products<f64>; L]);
+    /// Asks the cache for the lines of `value`, with no wait for them: a hint, without
+    /// effect on any value.
+    fn prefetch<R>(self, value: &R);
+}
+
+/// The precisions of the kernel's lanes: a [`Real`] whose moves [`Moves`] provides.
+pub(crate) trait Lane: Real {
+    /// The alignment of a body's [`Record`] (its size).
+    type Align: Copy + Send + Sync + std::fmt::Debug;
+    /// The gather of [`Moves::gather_f32`] in this precision.
+    fn gather<M: Moves>(moves: M, rows: [&[Self; W]; L]) -> [Lanes<Self>; 6];
+    /// The store of [`Moves::store_f32`] in this precision.
+    fn store_products<M: Moves>(moves: M, v: &Velocities<Self>, out: &mut [Products<Self>; L]);
+}
+
+impl Lane for f32 {
+    type Align = Align32;
+
+    #[inline(always)]
+    fn gather<M: Moves>(moves: M, rows: [&[f32; W]; L]) -> [Lanes<f32>; 6] {
+        moves.gather_f32(rows)
+    }
+
+    #[inline(always)]
+    fn store_products<M: Moves>(moves: M, v: &Velocities<f32>, out: &mut [Products<f32>; L]) {
+        moves.store_f32(v, out)
+    }
+}
+
+impl Lane for f64 {
+    type Align = Align64;
+
+    #[inline(always)]
+    fn gather<M: Moves>(moves: M, rows: [&[f64; W]; L]) -> [Lanes<f64>; 6] {
+        moves.gather_f64(rows)
+    }
+
+    #[inline(always)]
+    fn store_products<M: Moves>(moves: M, v: &Velocities<f64>, out: &mut [Products<f64>; L]) {
+        moves.store_f64(v, out)
+    }
+}
+
+/// The plain loops, for any instruction set.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Portable;
+
+/// [`Moves::gather_f32`] as a loop.
+#[inline(always)]
+fn gather_plain<T: Real>(rows: [&[T; W]; L]) -> [Lanes<T>; 6] {
+    let mut v = [[T::ZERO; L]; 6];
+    for (l, row) in rows.iter().enumerate() {
+        for c in 0..6 {
+            v[c][l] = row[c];
+        }
+    }
+    v
+}
+
+/// [`Moves::store_f32`] as a loop.
+#[inline(always)]
+fn store_plain<T: Real>(v: &Velocities<T>, out: &mut [Products<T>; L]) {
+    for (l, block) in out.iter_mut().enumerate() {
+        for s in 0..2 {
+            for c in 0..6 {
+                block[s][c] = v[s][c][l];
+            }
+        }
+    }
+}
+
+impl Moves for Portable {
+    #[inline(always)]
+    fn gather_f32(self, rows: [&[f32; W]; L]) -> [Lanes<f32>; 6] {
+        gather_plain(rows)
+    }
+
+    #[inline(always)]
+    fn gather_f64(self, rows: [&[f64; W]; L]) -> [Lanes<f64>; 6] {
+        gather_plain(rows)
+    }
+
+    #[inline(always)]
+    fn store_f32(self, v: &Velocities<f32>, out: &mut [Products<f32>; L]) {
+        store_plain(v, out)
+    }
+
+    #[inline(always)]
+    fn store_f64(self, v: &Velocities<f64>, out: &mut [Products<f64>; L]) {
+        store_plain(v, out)
+    }
+
+    /// None: the baseline has no prefetch that safe code can reach.
+    #[inline(always)]
+    fn prefetch<R>(self, _: &R) {}
+}
+
+/// The AVX2 transposes. `f32`: lanes 0–3 and 4–7 are the two 128-bit halves of a
+/// register, so a register `[a | b]` of 4 values of lane `i` and 4 of lane `i + 4`, and
+/// the in-half 4 × 4 transpose (`unpacklo/hi`, then `shuffle` 0x44/0xEE) turns 4 such
+/// registers into 4 components of the 8 lanes, and back. `f64`: a lane vector is two
+/// registers of 4 lanes; a register `[a | b]` of 2 values of lane `i` and 2 of lane
+/// `i + 2`, and `unpacklo/hi` of two such turns them into 2 components of 4 lanes, and
+/// back.
+#[cfg(target_arch = "x86_64")]
+impl Moves for V3 {
+    #[inline(always)]
+    fn gather_f32(self, rows: [&[f32; W]; L]) -> [Lanes<f32>; 6] {
+        let avx = self.avx;
+        let mut v = [[0.0; L]; 6];
+        for h in 0..2 {
+            // Components 4h..4h + 4 of lane `i` and of lane `i + 4`.
+            let mut x = [avx._mm256_setzero_ps(); 4];
+            for (i, xi) in x.iter_mut().enumerate() {
+                *xi = avx._mm256_set_m128(quarter(rows[i + 4], h), quarter(rows[i], h));
+            }
+            let c = transpose4(self, x);
+            // Components 6 and 7 are the padding.
+            for k in 0..4 - 2 * h {
+                v[4 * h + k] = pulp::cast(c[k]);
+            }
+        }
+        fence(v)
+    }
+
+    #[inline(always)]
+    fn gather_f64(self, rows: [&[f64; W]; L]) -> [Lanes<f64>; 6] {
+        let avx = self.avx;
+        let mut v = [[0.0; L]; 6];
+        for p in 0..3 {
+            let mut lo = [avx._mm256_setzero_pd(); 2];
+            let mut hi = lo;
+            for quad in 0..2 {
+                // Components 2p, 2p + 1 of lanes `i` and `i + 2` (`a`), `i + 1` and `i + 3`.
+                let i = 4 * quad;
+                let a = avx._mm256_set_m128d(pair(rows[i + 2], p), pair(rows[i], p));
+                let b = avx._mm256_set_m128d(pair(rows[i + 3], p), pair(rows[i + 1], p));
+                lo[quad] = avx._mm256_unpacklo_pd(a, b);
+                hi[quad] = avx._mm256_unpackhi_pd(a, b);
+            }
+            v[2 * p] = pulp::cast(lo);
+            v[2 * p + 1] = pulp::cast(hi);
+        }
+        fence(v)
+    }
+
+    #[inline(always)]
+    fn store_f32(self, v: &Velocities<f32>, out: &mut [Products<f32>; L]) {
+        let avx = self.avx;
+        let v = &fence(*v);
+        // The 12 components of a block, side then component, in 3 quarters of 4.
+        for q in 0..3 {
+            let mut x = [avx._mm256_setzero_ps(); 4];
+            for (k, xk) in x.iter_mut().enumerate() {
+                let c = 4 * q + k;
+                *xk = pulp::cast(v[c / 6][c % 6]);
+            }
+            let x = transpose4(self, x);
+            for (i, xi) in x.into_iter().enumerate() {
+                let (low, high) = (
+                    avx._mm256_castps256_ps128(xi),
+                    avx._mm256_extractf128_ps::<1>(xi),
+                );
+                bytemuck::cast_mut::<_, [[f32; 4]; 3]>(&mut out[i])[q] = pulp::cast(low);
+                bytemuck::cast_mut::<_, [[f32; 4]; 3]>(&mut out[i + 4])[q] = pulp::cast(high);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn store_f64(self, v: &Velocities<f64>, out: &mut [Products<f64>; L]) {
+        let avx = self.avx;
+        let v = &fence(*v);
+        // The 12 components of a block in 6 pairs.
+        for p in 0..6 {
+            let (c, d) = (2 * p, 2 * p + 1);
+            let a: [__m256d; 2] = pulp::cast(v[c / 6][c % 6]);
+            let b: [__m256d; 2] = pulp::cast(v[d / 6][d % 6]);
+            for quad in 0..2 {
+                let i = 4 * quad;
+                let lo = avx._mm256_unpacklo_pd(a[quad], b[quad]);
+                let hi = avx._mm256_unpackhi_pd(a[quad], b[quad]);
+                let halves = [
+                    avx._mm256_castpd256_pd128(lo),
+                    avx._mm256_castpd256_pd128(hi),
+                    avx._mm256_extractf128_pd::<1>(lo),
+                    avx._mm256_extractf128_pd::<1>(hi),
+                ];
+                for (j, half) in halves.into_iter().enumerate() {
+                    bytemuck::cast_mut::<_, [[f64; 2]; 6]>(&mut out[i + j])[p] = pulp::cast(half);
+                }
+            }
+        }
+    }
+
+    /// `prefetcht0` of each 64-byte line from the first byte to the last.
+    #[inline(always)]
+    fn prefetch<R>(self, value: &R) {
+        const T0: i32 = 3;
+        let first: *const i8 = (value as *const R).cast();
+        let mut at = 0;
+        while at < size_of::<R>() {
+            self.sse._mm_prefetch::<T0>(first.wrapping_add(at));
+            at += 64;
+        }
+        self.sse
+            ._mm_prefetch::<T0>(first.wrapping_add(size_of::<R>() - 1));
+    }
+}
+
+/// `v`, through memory that LLVM cannot see into (`black_box`): the lane vectors of the
+/// arithmetic and the transposes' shuffles stay apart. Without it LLVM moves the shuffles
+/// into the arithmetic, which it then splits into 128- and 64-bit pieces (more
+/// instructions, not fewer); the price is one store and one load per vector.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn fence<V>(v: V) -> V {
+    std::hint::black_box(v)
+}
+
+/// Components `4h..4h + 4` of an `f32` record.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn quarter(row: &[f32; W], h: usize) -> __m128 {
+    pulp::cast(bytemuck::cast_ref::<_, [[f32; 4]; 2]>(row)[h])
+}
+
+/// Components `2p, 2p + 1` of an `f64` record.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn pair(row: &[f64; W], p: usize) -> __m128d {
+    pulp::cast(bytemuck::cast_ref::<_, [[f64; 2]; 4]>(row)[p])
+}
+
+/// The 4 × 4 transpose within each 128-bit half of 4 `f32` registers: `x[i]` half `h`
+/// holds 4 values of lane `i + 4h`, component `k` of the result half `h` the values `k` of
+/// lanes `4h..4h + 4`. Its own inverse.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn transpose4(simd: V3, x: [__m256; 4]) -> [__m256; 4] {
+    let avx = simd.avx;
+    let t0 = avx._mm256_unpacklo_ps(x[0], x[1]);
+    let t1 = avx._mm256_unpackhi_ps(x[0], x[1]);
+    let t2 = avx._mm256_unpacklo_ps(x[2], x[3]);
+    let t3 = avx._mm256_unpackhi_ps(x[2], x[3]);
+    [
+        avx._mm256_shuffle_ps::<0x44>(t0, t2),
+        avx._mm256_shuffle_ps::<0xEE>(t0, t2),
+        avx._mm256_shuffle_ps::<0x44>(t1, t3),
+        avx._mm256_shuffle_ps::<0xEE>(t1, t3),
+    ]
+}
+
+/// The instruction set the kernel's passes run under, detected at run time.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Isa {
+    /// AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    V3(V3),
+    /// The baseline of the target.
+    Portable,
+}
+
+/// A kernel task that [`Isa::run`] runs with the machine's moves. Its `run` must be
+/// `#[inline(always)]` and call no closure (LLVM may leave a closure out of line, compiled
+/// for the baseline), so that it compiles under the instruction set.
+pub(crate) trait Task {
+    /// What the task returns.
+    type Output;
+    /// Runs the task with `moves`.
+    fn run<M: Moves>(self, moves: M) -> Self::Output;
+}
+
+/// A task with its moves, as `pulp`'s `vectorize` calls it.
+#[cfg(target_arch = "x86_64")]
+struct Under<Op>(Op, V3);
+
+#[cfg(target_arch = "x86_64")]
+impl<Op: Task> pulp::NullaryFnOnce for Under<Op> {
+    type Output = Op::Output;
+
+    #[inline(always)]
+    fn call(self) -> Op::Output {
+        self.0.run(self.1)
+    }
+}
+
+impl Isa {
+    /// The widest instruction set of this machine that the kernel has moves for.
+    pub(crate) fn detect() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(simd) = V3::try_new() {
+            return Isa::V3(simd);
+        }
+        Isa::Portable
+    }
+
+    /// Runs `task` with the moves of the instruction set, compiled under it.
+    #[inline(always)]
+    pub(crate) fn run<Op: Task>(self, task: Op) -> Op::Output {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::V3(simd) => simd.vectorize(Under(task, simd)),
+            Isa::Portable => task.run(Portable),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The moves of `moves` against the plain loops, on values that tell every slot apart.
+    fn same_as_plain<M: Moves>(moves: M) {
+        let rows32: [[f32; W]; L] =
+            std::array::from_fn(|l| std::array::from_fn(|c| (10 * l + c) as f32));
+        let rows64: [[f64; W]; L] = rows32.map(|r| r.map(f64::from));
+        let refs32: [&[f32; W]; L] = std::array::from_fn(|l| &rows32[l]);
+        let refs64: [&[f64; W]; L] = std::array::from_fn(|l| &rows64[l]);
+        assert_eq!(moves.gather_f32(refs32), gather_plain(refs32));
+        assert_eq!(moves.gather_f64(refs64), gather_plain(refs64));
+        let v32: Velocities<f32> = std::array::from_fn(|s| {
+            std::array::from_fn(|c| std::array::from_fn(|l| (100 * s + 10 * c + l) as f32))
+        });
+        let v64 = v32.map(|side| side.map(|c| c.map(f64::from)));
+        let (mut got32, mut want32) = ([[[0.0; 6]; 2]; L], [[[0.0; 6]; 2]; L]);
+        moves.store_f32(&v32, &mut got32);
+        store_plain(&v32, &mut want32);
+        assert_eq!(got32, want32);
+        let (mut got64, mut want64) = ([[[0.0; 6]; 2]; L], [[[0.0; 6]; 2]; L]);
+        moves.store_f64(&v64, &mut got64);
+        store_plain(&v64, &mut want64);
+        assert_eq!(got64, want64);
+    }
+
+    #[test]
+    fn the_moves_transpose() {
+        same_as_plain(Portable);
+        #[cfg(target_arch = "x86_64")]
+        if let Some(simd) = V3::try_new() {
+            same_as_plain(simd);
+        }
+    }
+}
