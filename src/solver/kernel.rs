@@ -23,7 +23,8 @@
 //! `M⁻¹ Jᵀ` is not stored. Jacobi's pass over the groups computes, with the rows already in
 //! registers, the new `γ_k` and its products `J_{k,s}ᵀ γ_k` (one 6-vector per side), stored
 //! per block (12 contiguous values, transposed from the lanes in registers); the body pass
-//! then sums each body's products, 6 contiguous values per link, and scales by its `M⁻¹`. So an iteration reads the Jacobian once; so
+//! then sums each body's products, 6 contiguous values per link, and scales by its `M⁻¹`.
+//! So an iteration reads the Jacobian once; so
 //! does a coloured sweep, whose blocks measure the residual of the iterate they start from
 //! with the plain copy of `w` before their step reads the cells. Every loop the dispatched
 //! functions run is an `#[inline(always)]` function or a plain loop: a closure there may
@@ -235,9 +236,9 @@ impl<T: Lane> Cells<T> for Shared<T> {
     fn gather<M: Moves>(&self, _: M, bodies: &[u32; L]) -> [Lanes<T>; 6] {
         let mut v = [[T::ZERO; L]; 6];
         for (l, &b) in bodies.iter().enumerate() {
-            let cell = &self.0[b as usize];
+            let cell = load_cells::<T>(&self.0[b as usize]);
             for c in 0..6 {
-                v[c][l] = T::load(&cell[c]);
+                v[c][l] = cell[c];
             }
         }
         v
