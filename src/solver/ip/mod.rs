@@ -27,6 +27,7 @@ mod cones;
 mod kkt;
 mod mehrotra;
 mod newton;
+mod ordering;
 mod polish;
 mod skew;
 mod standard;
@@ -158,8 +159,11 @@ pub struct IpParams {
     /// take at least 0.999 (at 0.99 the fixed point on Capsules-i103-990 stalls at 2.5e-10).
     pub step_fraction: f64,
     /// Gondzio's centrality correctors per iteration at most (module `mehrotra`), on KKT
-    /// systems of at least 4096 unknowns: settled `balls_in_box`, 1000 spheres 20 → 16
-    /// iterations, 4000 spheres 25 → 18. Not in the Coulomb fixed point's inner solves (with
+    /// systems of at least 4096 unknowns: settled `balls_in_box`, 1000 spheres 20 → 17
+    /// iterations, 4000 spheres 27 → 19 (5 correctors: 16 and 18 iterations, but each
+    /// corrector costs a refined solve, on these piles a third to half a factorization, and
+    /// two give the shortest times: 4000 spheres 24.1 s against 27.4 s with 5, 30.4 s with
+    /// none). Not in the Coulomb fixed point's inner solves (with
     /// them it stalls on Capsules-i103-990 at a Siconos error of 2.5e-10, target 1e-11).
     pub correctors: usize,
     /// A step shorter than this, three iterations in a row, is a stall.
@@ -184,7 +188,7 @@ impl Default for IpParams {
             warm_start: WarmStart::default(),
             warm_margin: 1e-2,
             step_fraction: 0.99,
-            correctors: 5,
+            correctors: 2,
             min_step: 1e-8,
             stall_iterations: 5,
             max_iter: 200,
