@@ -79,11 +79,13 @@ const REFINE_RATIO: f64 = 5.0;
 /// The KKT size from which faer factors and solves on rayon's threads: below it the
 /// supernodes are too small to share.
 const PARALLEL_DIM: usize = 4096;
-/// The fixed cost of a supernode in faer's numeric factorization, in multiply–adds: fitted to
-/// the factorization times of AMD and nested-dissection orderings of the same piles (1000 and
-/// 4000 spheres, 2-core VM: about 8 µs per supernode beside 25 G multiply–adds per second),
-/// where many small supernodes make the ordering with fewer operations the slower one.
-const SUPERNODE_COST: f64 = 2e5;
+/// The fixed cost of a supernode in faer's numeric factorization, in multiply–adds: the
+/// least-squares fit `t = a·flops + b·supernodes` of ten factorizations (AMD and nested
+/// dissection on settled piles of 1000 and 4000 spheres and on 20³–40³ grid Laplacians,
+/// 2-core VM; within ±11 %) gives `b/a ≈ 1.3e5`. Contact graphs give nested dissection many
+/// small supernodes (a cone's rows, 2–3 columns), so on the pile of 1000 spheres the ordering
+/// with a third fewer multiply–adds factors a quarter slower.
+const SUPERNODE_COST: f64 = 1.3e5;
 /// The factorization cost ([`factor_cost`]) above which nested dissection is tried beside
 /// AMD: METIS' ordering costs about as much as one factorization of that size.
 const TRY_DISSECTION: f64 = 2e9;
@@ -473,26 +475,36 @@ fn analyse(col_ptr: &[usize], row_idx: &[usize]) -> Result<SymbolicCholesky<usiz
     })
 }
 
-/// The cost of a numeric factorization under `symbolic`, in multiply–adds: `Σ c²/2` over the
-/// columns' entry counts `c` of `L` (a supernode of `w` columns over `r` further rows has
-/// columns of `w − j + r` entries), plus [`SUPERNODE_COST`] per supernode.
+/// The cost of a numeric factorization under `symbolic`, in multiply–adds: its arithmetic
+/// ([`factor_work`]) plus [`SUPERNODE_COST`] per supernode.
 fn factor_cost(symbolic: &SymbolicCholesky<usize>) -> f64 {
+    let (flops, supernodes) = factor_work(symbolic);
+    flops + SUPERNODE_COST * supernodes as f64
+}
+
+/// The multiply–adds of a numeric factorization under `symbolic`, `Σ c²/2` over the columns'
+/// entry counts `c` of `L` (a supernode of `w` columns over `r` further rows has columns of
+/// `w − j + r` entries), and its number of supernodes (columns, if simplicial).
+fn factor_work(symbolic: &SymbolicCholesky<usize>) -> (f64, usize) {
     let half_square = |c: usize| (c * c) as f64 / 2.0;
     match symbolic.raw() {
-        SymbolicCholeskyRaw::Simplicial(s) => s
-            .col_ptr()
-            .windows(2)
-            .map(|w| half_square(w[1] - w[0]))
-            .sum(),
+        SymbolicCholeskyRaw::Simplicial(s) => (
+            s.col_ptr()
+                .windows(2)
+                .map(|w| half_square(w[1] - w[0]))
+                .sum(),
+            s.nrows(),
+        ),
         SymbolicCholeskyRaw::Supernodal(s) => {
             let rows = s.col_ptr_for_row_idx();
-            (0..s.n_supernodes())
+            let flops = (0..s.n_supernodes())
                 .map(|k| {
                     let w = s.supernode_end()[k] - s.supernode_begin()[k];
                     let r = rows[k + 1] - rows[k];
-                    SUPERNODE_COST + (0..w).map(|j| half_square(w - j + r)).sum::<f64>()
+                    (0..w).map(|j| half_square(w - j + r)).sum::<f64>()
                 })
-                .sum()
+                .sum();
+            (flops, s.n_supernodes())
         }
     }
 }
@@ -549,4 +561,107 @@ fn dense_solve(l: &[f64], x: &mut [f64]) {
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The upper triangle (column-compressed) of the 7-point Laplacian plus identity on an
+    /// `n³` grid: the graph of a pile in three dimensions, where nested dissection is known
+    /// to leave less fill than minimum degree.
+    fn grid(n: usize) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+        let id = |x: usize, y: usize, z: usize| (z * n + y) * n + x;
+        let (mut col_ptr, mut row_idx, mut vals) = (vec![0], Vec::new(), Vec::new());
+        for z in 0..n {
+            for y in 0..n {
+                for x in 0..n {
+                    let c = id(x, y, z);
+                    let mut rows: Vec<usize> = [
+                        (x > 0).then(|| id(x - 1, y, z)),
+                        (y > 0).then(|| id(x, y - 1, z)),
+                        (z > 0).then(|| id(x, y, z - 1)),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                    rows.sort_unstable();
+                    vals.extend(rows.iter().map(|_| -1.0));
+                    row_idx.extend(rows);
+                    row_idx.push(c);
+                    vals.push(7.0);
+                    col_ptr.push(row_idx.len());
+                }
+            }
+        }
+        (col_ptr, row_idx, vals)
+    }
+
+    #[test]
+    fn nested_dissection_orders_a_grid_cheaper_than_amd_and_solves_it() {
+        let (col_ptr, row_idx, vals) = grid(30);
+        let dim = col_ptr.len() - 1;
+        let pattern = SymbolicSparseColMatRef::new_checked(dim, dim, &col_ptr, None, &row_idx);
+        let params = CholeskySymbolicParams::default();
+        let amd = factorize_symbolic_cholesky(pattern, Side::Upper, SymmetricOrdering::Amd, params)
+            .expect("AMD analysis");
+        let (fwd, inv) = nested_dissection(&col_ptr, &row_idx).expect("METIS orders the grid");
+        let perm = PermRef::new_checked(&fwd, &inv, dim);
+        let nd = factorize_symbolic_cholesky(
+            pattern,
+            Side::Upper,
+            SymmetricOrdering::Custom(perm),
+            CholeskySymbolicParams::default(),
+        )
+        .expect("ND analysis");
+        let (f_amd, f_nd) = (factor_work(&amd).0, factor_work(&nd).0);
+        assert!(
+            f_nd < 0.6 * f_amd,
+            "nested dissection {f_nd:.3e}, AMD {f_amd:.3e}"
+        );
+        // Past the fixed cost of its extra supernodes, it is the ordering chosen.
+        let chosen = factor_cost(&analyse(&col_ptr, &row_idx).expect("analysis"));
+        assert!(factor_cost(&nd) < factor_cost(&amd));
+        assert_eq!(chosen, factor_cost(&nd));
+
+        // The factorization under METIS' ordering solves the system.
+        let mut l_vals = vec![0.0; nd.len_val()];
+        let mut mem = MemBuffer::new(
+            nd.factorize_numeric_ldlt_scratch::<f64>(Par::Seq, Default::default())
+                .or(nd.solve_in_place_scratch::<f64>(1, Par::Seq)),
+        );
+        nd.factorize_numeric_ldlt(
+            &mut l_vals,
+            SparseColMatRef::new(pattern, &vals),
+            Side::Upper,
+            Default::default(),
+            Par::Seq,
+            MemStack::new(&mut mem),
+            Default::default(),
+        )
+        .expect("LDLᵀ");
+        let b: Vec<f64> = (0..dim).map(|i| ((i * 7919) % 13) as f64 - 6.0).collect();
+        let mut x = b.clone();
+        LdltRef::<usize, f64>::new(&nd, &l_vals).solve_in_place_with_conj(
+            Conj::No,
+            MatMut::from_column_major_slice_mut(&mut x, dim, 1),
+            Par::Seq,
+            MemStack::new(&mut mem),
+        );
+        let mut ax = vec![0.0; dim];
+        for c in 0..dim {
+            for p in col_ptr[c]..col_ptr[c + 1] {
+                let (r, v) = (row_idx[p], vals[p]);
+                ax[r] += v * x[c];
+                if r != c {
+                    ax[c] += v * x[r];
+                }
+            }
+        }
+        let err = ax
+            .iter()
+            .zip(&b)
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(err < 1e-12, "residual {err:.3e}");
+    }
 }
