@@ -69,13 +69,12 @@ const STATIC_REG: f64 = 1e-14;
 /// Dynamic regularization: pivots below `EPS` (or of the wrong sign) become `±DELTA`.
 const DYNAMIC_EPS: f64 = 1e-16;
 const DYNAMIC_DELTA: f64 = 1e-8;
-/// Iterative refinement: at most this many corrections, stopping at this residual relative to
-/// the right-hand side's, or when a correction reduces the residual less than
-/// `REFINE_RATIO`-fold (Clarabel's defaults: each correction costs a triangular solve, which
-/// on large piles costs half a factorization).
+/// Iterative refinement: at most this many corrections, stopping at this relative residual.
+/// (Clarabel's rule — 1e-13, and stop when a correction gains less than 5× — saves a tenth of
+/// the time on the piles of 1000 and 4000 spheres but, with two correctors, jams the pile of
+/// 16 000 near the cone boundaries: `benches/RESULTS.md`, eleventh session.)
 const REFINE_STEPS: usize = 8;
-const REFINE_TOL: f64 = 1e-13;
-const REFINE_RATIO: f64 = 5.0;
+const REFINE_TOL: f64 = 1e-14;
 /// The KKT size from which faer factors and solves on rayon's threads: below it the
 /// supernodes are too small to share.
 const PARALLEL_DIM: usize = 4096;
@@ -407,10 +406,7 @@ impl Kkt {
                 y.iter_mut().zip(&corr).for_each(|(a, b)| *a -= b);
                 break;
             }
-            if rnorm <= REFINE_TOL * tnorm
-                || step == REFINE_STEPS
-                || rnorm * REFINE_RATIO > last_norm
-            {
+            if rnorm <= REFINE_TOL * tnorm || step == REFINE_STEPS {
                 break;
             }
             last_norm = rnorm;

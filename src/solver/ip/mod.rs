@@ -160,11 +160,12 @@ pub struct IpParams {
     pub step_fraction: f64,
     /// Gondzio's centrality correctors per iteration at most (module `mehrotra`), on KKT
     /// systems of at least 4096 unknowns: settled `balls_in_box`, 1000 spheres 20 → 17
-    /// iterations, 4000 spheres 27 → 19 (5 correctors: 16 and 18 iterations, but each
-    /// corrector costs a refined solve, on these piles a third to half a factorization, and
-    /// two give the shortest times: 4000 spheres 24.1 s against 27.4 s with 5, 30.4 s with
-    /// none). Not in the Coulomb fixed point's inner solves (with
-    /// them it stalls on Capsules-i103-990 at a Siconos error of 2.5e-10, target 1e-11).
+    /// iterations, 4000 spheres 25–27 → 19. Five gave 16 and 18, but each corrector costs a
+    /// refined solve (on these piles 40–50 ms against a 0.7 s factorization at 4000 spheres)
+    /// and two are faster: 4000 spheres 23.9 s against 31.2 s with five (one run each,
+    /// `benches/RESULTS.md`, eleventh session). Not in the Coulomb fixed point's inner solves
+    /// (with them it stalls on Capsules-i103-990 at a Siconos error of 2.5e-10, target
+    /// 1e-11).
     pub correctors: usize,
     /// A step shorter than this, three iterations in a row, is a stall.
     pub min_step: f64,
