@@ -12,8 +12,8 @@
 //! added at the cone positions. The matrix is equilibrated (symmetric Ruiz scaling), factored
 //! with dynamic regularization signs (+ for `x`, − for `z`) and a small static
 //! regularization `δ`, and every solve is refined iteratively against the unregularized
-//! matrix. The symbolic analysis (AMD or METIS' nested dissection, whichever factors cheaper) is computed once per pattern
-//! and kept in an [`Analysis`] that the interior point's session owns, across iterations,
+//! matrix. The symbolic analysis (AMD or METIS' nested dissection, whichever factors
+//! cheaper) is computed once per pattern and kept in an [`Analysis`] that the interior point's session owns, across iterations,
 //! Coulomb rounds and time steps. Systems of at most [`DENSE_DIM`] unknowns (the small
 //! Siconos files: 3 to 75 rows) skip faer's sparse machinery, whose fixed cost per
 //! factorization and solve outweighs the arithmetic there, for a dense LDLᵀ with the same
@@ -81,9 +81,9 @@ const PARALLEL_DIM: usize = 4096;
 /// The fixed cost of a supernode in faer's numeric factorization, in multiply–adds: the
 /// least-squares fit `t = a·flops + b·supernodes` of ten factorizations (AMD and nested
 /// dissection on settled piles of 1000 and 4000 spheres and on 20³–40³ grid Laplacians,
-/// 2-core VM; within ±11 %) gives `b/a ≈ 1.3e5`. Contact graphs give nested dissection many
-/// small supernodes (a cone's rows, 2–3 columns), so on the pile of 1000 spheres the ordering
-/// with a third fewer multiply–adds factors a quarter slower.
+/// 2-core VM; within ±11 %) gives `b/a ≈ 1.3e5`. A fit, not a mechanism: on the pile of 1000
+/// spheres the dissection, with a third fewer multiply–adds and half again as many (smaller)
+/// supernodes, factors a quarter slower, and the term ranks the orderings as measured.
 const SUPERNODE_COST: f64 = 1.3e5;
 /// The factorization cost ([`factor_cost`]) above which nested dissection is tried beside
 /// AMD: METIS' ordering costs about as much as one factorization of that size.
@@ -368,18 +368,9 @@ impl Kkt {
         }
     }
 
-    /// `y = K̂ x` with the equilibrated, unregularized matrix (upper triangle mirrored).
+    /// `y = K̂ x` with the equilibrated, unregularized matrix.
     fn apply(&self, x: &[f64], y: &mut [f64]) {
-        y.fill(0.0);
-        for (c, w) in self.col_ptr.windows(2).enumerate() {
-            for p in w[0]..w[1] {
-                let (r, v) = (self.row_idx[p], self.vals[p]);
-                y[r] += v * x[c];
-                if r != c {
-                    y[c] += v * x[r];
-                }
-            }
-        }
+        symmetric_product(&self.col_ptr, &self.row_idx, &self.vals, x, y);
     }
 
     /// Solves `K Δ = rhs` in place (the last factorization), with iterative refinement.
@@ -434,6 +425,20 @@ impl Kkt {
                 );
             }
             Factor::Dense { l, .. } => dense_solve(l, x),
+        }
+    }
+}
+
+/// `y = K x` for the symmetric `K` whose upper triangle is (`col_ptr`, `row_idx`, `vals`).
+fn symmetric_product(col_ptr: &[usize], row_idx: &[usize], vals: &[f64], x: &[f64], y: &mut [f64]) {
+    y.fill(0.0);
+    for (c, w) in col_ptr.windows(2).enumerate() {
+        for p in w[0]..w[1] {
+            let (r, v) = (row_idx[p], vals[p]);
+            y[r] += v * x[c];
+            if r != c {
+                y[c] += v * x[r];
+            }
         }
     }
 }
@@ -598,18 +603,20 @@ mod tests {
         let (col_ptr, row_idx, vals) = grid(30);
         let dim = col_ptr.len() - 1;
         let pattern = SymbolicSparseColMatRef::new_checked(dim, dim, &col_ptr, None, &row_idx);
-        let params = CholeskySymbolicParams::default();
-        let amd = factorize_symbolic_cholesky(pattern, Side::Upper, SymmetricOrdering::Amd, params)
-            .expect("AMD analysis");
+        let symbolic = |ordering| {
+            factorize_symbolic_cholesky(
+                pattern,
+                Side::Upper,
+                ordering,
+                CholeskySymbolicParams::default(),
+            )
+            .expect("symbolic analysis")
+        };
+        let amd = symbolic(SymmetricOrdering::Amd);
         let (fwd, inv) = nested_dissection(&col_ptr, &row_idx).expect("METIS orders the grid");
-        let perm = PermRef::new_checked(&fwd, &inv, dim);
-        let nd = factorize_symbolic_cholesky(
-            pattern,
-            Side::Upper,
-            SymmetricOrdering::Custom(perm),
-            CholeskySymbolicParams::default(),
-        )
-        .expect("ND analysis");
+        let nd = symbolic(SymmetricOrdering::Custom(PermRef::new_checked(
+            &fwd, &inv, dim,
+        )));
         let (f_amd, f_nd) = (factor_work(&amd).0, factor_work(&nd).0);
         assert!(
             f_nd < 0.6 * f_amd,
@@ -645,15 +652,7 @@ mod tests {
             MemStack::new(&mut mem),
         );
         let mut ax = vec![0.0; dim];
-        for c in 0..dim {
-            for p in col_ptr[c]..col_ptr[c + 1] {
-                let (r, v) = (row_idx[p], vals[p]);
-                ax[r] += v * x[c];
-                if r != c {
-                    ax[c] += v * x[r];
-                }
-            }
-        }
+        symmetric_product(&col_ptr, &row_idx, &vals, &x, &mut ax);
         let err = ax
             .iter()
             .zip(&b)

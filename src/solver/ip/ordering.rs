@@ -1,8 +1,8 @@
 //! Fill-reducing orderings of the KKT matrix beside faer's AMD: METIS' nested dissection
 //! (`METIS_NodeND`, Karypis & Kumar 1998), which on the contact graphs of piles in three
 //! dimensions separates the graph by planes of bodies and leaves less fill than minimum degree
-//! as the pile grows. [`super::kkt::Kkt`] analyses both and keeps the one whose factor has
-//! fewer operations.
+//! as the pile grows. [`super::kkt::Kkt`] analyses both on large systems and keeps the
+//! cheaper by its cost model (operations plus a fixed cost per supernode).
 
 use metis_sys::{
     METIS_NOPTIONS, METIS_NodeND, METIS_SetDefaultOptions, idx_t,
