@@ -449,16 +449,7 @@ fn symmetric_product(col_ptr: &[usize], row_idx: &[usize], vals: &[f64], x: &[f6
 /// own run costs about as much as what it could save over an interior point's iterations).
 fn analyse(col_ptr: &[usize], row_idx: &[usize]) -> Result<SymbolicCholesky<usize>> {
     let dim = col_ptr.len() - 1;
-    let pattern = SymbolicSparseColMatRef::new_checked(dim, dim, col_ptr, None, row_idx);
-    let symbolic = |ordering| {
-        factorize_symbolic_cholesky(
-            pattern,
-            Side::Upper,
-            ordering,
-            CholeskySymbolicParams::default(),
-        )
-        .map_err(|e| Error::Factorization(format!("symbolic analysis: {e:?}")))
-    };
+    let symbolic = |ordering| symbolic_under(col_ptr, row_idx, ordering);
     let amd = symbolic(SymmetricOrdering::Amd)?;
     if factor_cost(&amd) <= TRY_DISSECTION {
         return Ok(amd);
@@ -474,6 +465,24 @@ fn analyse(col_ptr: &[usize], row_idx: &[usize]) -> Result<SymbolicCholesky<usiz
     } else {
         amd
     })
+}
+
+/// faer's symbolic factorization of the pattern (`col_ptr`, `row_idx`) (upper triangle)
+/// under `ordering`.
+fn symbolic_under(
+    col_ptr: &[usize],
+    row_idx: &[usize],
+    ordering: SymmetricOrdering<'_, usize>,
+) -> Result<SymbolicCholesky<usize>> {
+    let dim = col_ptr.len() - 1;
+    let pattern = SymbolicSparseColMatRef::new_checked(dim, dim, col_ptr, None, row_idx);
+    factorize_symbolic_cholesky(
+        pattern,
+        Side::Upper,
+        ordering,
+        CholeskySymbolicParams::default(),
+    )
+    .map_err(|e| Error::Factorization(format!("symbolic analysis: {e:?}")))
 }
 
 /// The cost of a numeric factorization under `symbolic`, in multiply–adds: its arithmetic
@@ -603,15 +612,8 @@ mod tests {
         let (col_ptr, row_idx, vals) = grid(30);
         let dim = col_ptr.len() - 1;
         let pattern = SymbolicSparseColMatRef::new_checked(dim, dim, &col_ptr, None, &row_idx);
-        let symbolic = |ordering| {
-            factorize_symbolic_cholesky(
-                pattern,
-                Side::Upper,
-                ordering,
-                CholeskySymbolicParams::default(),
-            )
-            .expect("symbolic analysis")
-        };
+        let symbolic =
+            |ordering| symbolic_under(&col_ptr, &row_idx, ordering).expect("symbolic analysis");
         let amd = symbolic(SymmetricOrdering::Amd);
         let (fwd, inv) = nested_dissection(&col_ptr, &row_idx).expect("METIS orders the grid");
         let nd = symbolic(SymmetricOrdering::Custom(PermRef::new_checked(
