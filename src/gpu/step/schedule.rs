@@ -481,6 +481,10 @@ impl Iterations {
             self.on(&STEP_JACOBI, &buffers, self.capacity, BLOCKS_ARGS, gated)
         };
         let iterations = self.iterations;
+        // The residual's partials start from zeros (see the answer's residual), once per
+        // step: every check of the step writes the same entries (one contact count), and a
+        // clear inside the loop would end the compute pass at each check.
+        solve.push(Op::Clear(parts));
         for k in 0..iterations {
             let (from, to) = (gamma[k % 2], gamma[1 - k % 2]);
             solve.push(self.gather(from, true));
@@ -488,9 +492,7 @@ impl Iterations {
             if k > 0 && (iterations - k) % CHECK_EVERY == 0 {
                 // The residual of γ_k (`from`, with its `u`): the gate stops here when it
                 // meets the tolerance, leaving γ_k where the last iterate lands (k has the
-                // parity of `iterations`; `to` is not read again). The residual's
-                // partials start from zeros (see the answer's residual).
-                solve.push(Op::Clear(parts));
+                // parity of `iterations`; `to` is not read again).
                 solve.extend(self.check(b, k, [from, self.u, parts, reduce], None));
             }
         }
