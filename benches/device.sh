@@ -130,14 +130,14 @@ for part in $parts; do
     done
     ;;
   largest)
-    # The refusal names the largest scene (past the binding limit: 2^32 B / 128 B per
-    # sphere, 33.5 M); then 3e7 spheres, 3 steps. `--max-memory` is the CPU pipeline's
+    # The refusal names the largest scene (past the binding limit: NVIDIA's 2 GiB / 128 B
+    # per sphere, 16.8 M); then 1.6e7 spheres, 3 steps. `--max-memory` is the CPU pipeline's
     # estimate (about 21 kB per sphere), not what the resident step holds on the host.
     timeout 90 "$bin/signorini" simulate scenes/balls_in_box.toml "${wide[@]}" \
-      --set lattice.0.count=34000000 --steps 1 --snapshot-every 0 --solver jacobi-gpu \
+      --set lattice.0.count=17000000 --steps 1 --snapshot-every 0 --solver jacobi-gpu \
       --max-memory 2TB --out /tmp/sim-largest >"$out/largest-refusal.log" 2>&1
-    note "34M spheres: rc $? $(tail -c 400 "$out/largest-refusal.log" | tr '\n' ' ')"
-    sim new-3e7 "$bin/signorini" 30000000 3 --solver jacobi-gpu --set settings.tol=0 \
+    note "17M spheres: rc $? $(tail -c 400 "$out/largest-refusal.log" | tr '\n' ' ')"
+    sim new-1.6e7 "$bin/signorini" 16000000 3 --solver jacobi-gpu --set settings.tol=0 \
       --set settings.max_iter=100 --max-memory 2TB
     ;;
   esac
