@@ -668,7 +668,10 @@ pub(crate) fn refine(
         if settings.met(&best.residual) {
             break;
         }
-        let Some(n) = finish_n.get_or_insert_with(|| finish_matrix(sys)).as_deref() else {
+        let Some(n) = finish_n
+            .get_or_insert_with(|| finish_matrix(sys))
+            .as_deref()
+        else {
             break;
         };
         let (finish_start, before) = (Instant::now(), best.value);
