@@ -49,15 +49,22 @@ summary="$out/summary.txt"
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
 
-# balls_in_box widened to 11 m × 11 m (1e5 and 1e6 spheres), as in benches/RESULTS.md.
-wide=(--set 'container.0.half_size=[5.5,5.5]' --set 'lattice.0.min=[-5.5,-5.5,0]'
-  --set 'lattice.0.max=[5.5,5.5,0]')
+# balls_in_box widened to 2 HALF m × 2 HALF m (HALF = 5.5 by default: 1e5 spheres; 17.5 for
+# 1e6, the fourth session's box: in 11 m × 11 m 1e6 spheres stack 40 layers deep, which 100
+# Jacobi iterations do not hold).
+wide() {
+  local h=${HALF:-5.5}
+  echo --set "container.0.half_size=[$h,$h]" --set "lattice.0.min=[-$h,-$h,0]" \
+    --set "lattice.0.max=[$h,$h,0]"
+}
 # sim NAME BINARY COUNT STEPS ARGS...: one `simulate` run's JSON summary into $out/NAME.json.
 sim() {
   local name=$1 exe=$2 count=$3 steps=$4
   shift 4
   local t0=$SECONDS
-  timeout "${SIM_TIMEOUT:-150}" "$exe" simulate scenes/balls_in_box.toml "${wide[@]}" \
+  local -a box
+  read -ra box <<<"$(wide)"
+  timeout "${SIM_TIMEOUT:-150}" "$exe" simulate scenes/balls_in_box.toml "${box[@]}" \
     --set "lattice.0.count=$count" --steps "$steps" --snapshot-every 0 \
     --out "/tmp/sim-$name" --json-summary "$@" >"$out/$name.json" 2>"$out/$name.err"
   local rc=$?
@@ -103,8 +110,10 @@ for part in $parts; do
       --solver jacobi-gpu --set settings.tol=0 --set settings.max_iter=100
     ;;
   big)
-    sim new-1e6 "$bin/signorini" 1000000 100 \
-      --solver jacobi-gpu --set settings.tol=0 --set settings.max_iter=100
+    for exe in signorini-base signorini; do
+      [ -x "$bin/$exe" ] && HALF=17.5 sim "$exe-1e6" "$bin/$exe" 1000000 100 \
+        --solver jacobi-gpu --set settings.tol=0 --set settings.max_iter=100
+    done
     ;;
   scaling)
     # The GPU time of the resident step by kernel (timestamps) at 1e5 and 333 334 bodies
@@ -133,11 +142,12 @@ for part in $parts; do
     # The refusal names the largest scene (past the binding limit: NVIDIA's 2 GiB / 128 B
     # per sphere, 16.8 M); then 1.6e7 spheres, 3 steps. `--max-memory` is the CPU pipeline's
     # estimate (about 21 kB per sphere), not what the resident step holds on the host.
-    timeout 90 "$bin/signorini" simulate scenes/balls_in_box.toml "${wide[@]}" \
+    read -ra box <<<"$(HALF=17.5 wide)"
+    timeout 90 "$bin/signorini" simulate scenes/balls_in_box.toml "${box[@]}" \
       --set lattice.0.count=17000000 --steps 1 --snapshot-every 0 --solver jacobi-gpu \
       --max-memory 2TB --out /tmp/sim-largest >"$out/largest-refusal.log" 2>&1
     note "17M spheres: rc $? $(tail -c 400 "$out/largest-refusal.log" | tr '\n' ' ')"
-    sim new-1.6e7 "$bin/signorini" 16000000 3 --solver jacobi-gpu --set settings.tol=0 \
+    HALF=17.5 sim new-1.6e7 "$bin/signorini" 16000000 3 --solver jacobi-gpu --set settings.tol=0 \
       --set settings.max_iter=100 --max-memory 2TB
     ;;
   esac
