@@ -481,10 +481,6 @@ impl Iterations {
             self.on(&STEP_JACOBI, &buffers, self.capacity, BLOCKS_ARGS, gated)
         };
         let iterations = self.iterations;
-        // The residual's partials start from zeros (see the answer's residual), once per
-        // step: every check of the step writes the same entries (one contact count), and a
-        // clear inside the loop would end the compute pass at each check.
-        solve.push(Op::Clear(parts));
         for k in 0..iterations {
             let (from, to) = (gamma[k % 2], gamma[1 - k % 2]);
             solve.push(self.gather(from, true));
@@ -905,7 +901,16 @@ impl Schedule {
             .to_vec(),
         )?;
         let residual_reduce = b.reduce(capacity.div_ceil(WORKGROUP), SLOT_RESIDUAL);
-        let mut solve = vec![copy(args_full, args, 48), copy(gate_init, gate, 16)];
+        // `parts` (the partials of the checks' and the answer's residuals) starts each solve
+        // from zeros: the residual's workgroups cover the room, those past the contacts write
+        // zero partials on the device and none in the mirror, and the statistics of the last
+        // step wrote others. Once per solve: every residual of a step writes the same entries
+        // (one contact count), and a clear before each check would end the compute pass there.
+        let mut solve = vec![
+            copy(args_full, args, 48),
+            copy(gate_init, gate, 16),
+            Op::Clear(parts),
+        ];
         let (r, assembled) = if outer {
             let shifted = b.storage("r_shifted", 4 * rows)?;
             solve.push(copy(named.r, shifted, 4 * rows));
@@ -949,10 +954,7 @@ impl Schedule {
             StepSolver::Spg(p) => it.spg(&mut b, &mut solve, named.gamma, &p)?,
             StepSolver::Apgd => it.apgd(&mut b, &mut solve, named.gamma)?,
         };
-        // The answer's natural-map residual (the monitor). The residual's workgroups cover
-        // the room; those past the contacts write zero partials on the device and none in
-        // the mirror: start from zeros.
-        solve.push(Op::Clear(parts));
+        // The answer's natural-map residual (the monitor), into `parts` cleared at the start.
         solve.push(dispatch(
             &RESIDUAL,
             &[solver, named.blocks, answer, u, parts],
