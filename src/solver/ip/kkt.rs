@@ -12,7 +12,8 @@
 //! added at the cone positions. The matrix is equilibrated (symmetric Ruiz scaling), factored
 //! with dynamic regularization signs (+ for `x`, − for `z`) and a small static
 //! regularization `δ`, and every solve is refined iteratively against the unregularized
-//! matrix. The symbolic analysis (AMD or METIS' nested dissection, whichever factors
+//! matrix; on a factor past the caches the solves run in parallel over the elimination tree
+//! ([`TreeSolve`], `tree.rs`). The symbolic analysis (AMD or METIS' nested dissection, whichever factors
 //! cheaper) is computed once per pattern and kept in an [`Analysis`] that the interior
 //! point's session owns, across iterations, Coulomb rounds and time steps. Systems of at most [`DENSE_DIM`] unknowns (the small
 //! Siconos files: 3 to 75 rows) skip faer's sparse machinery, whose fixed cost per
@@ -35,6 +36,7 @@ use faer::{Conj, MatMut, Par, Side};
 use super::cones::{Kind, Scaling};
 use super::ordering::nested_dissection;
 use super::standard::Standard;
+use super::tree::TreeSolve;
 use crate::error::{Error, Result};
 
 /// The pattern of a KKT matrix (upper triangle, column-compressed) and its symbolic
@@ -88,6 +90,11 @@ const SUPERNODE_COST: f64 = 1.3e5;
 /// The factorization cost ([`factor_cost`]) above which nested dissection is tried beside
 /// AMD: METIS' ordering costs about as much as one factorization of that size.
 const TRY_DISSECTION: f64 = 2e9;
+/// The factor's entries from which the solves run in parallel over the tree
+/// ([`TreeSolve`]): 64 MB, past the caches. Below (the pile of 1000 spheres, 2.4 M
+/// entries under AMD, whose dense root chain holds 61 % of them) faer's sequential solve,
+/// from the caches, is faster (3.4 ms against 4.1 ms, 2-core VM).
+const TREE_ENTRIES: usize = 8 << 20;
 /// Passes of the symmetric Ruiz equilibration.
 const RUIZ_PASSES: usize = 6;
 /// The KKT size up to which the factorization is dense ([`Factor::Dense`]).
@@ -111,6 +118,9 @@ struct SparseLdlt {
     /// faer's parallelism: rayon's pool (supernodal factorization and solves) from
     /// [`PARALLEL_DIM`] unknowns, sequential below.
     par: Par,
+    /// The solves in parallel over the tree ([`TreeSolve`]), where the factorization runs
+    /// on rayon's pool and is supernodal with a tree that splits.
+    tree: Option<Box<TreeSolve>>,
 }
 
 /// The KKT matrix of one problem, its index map and its factorization.
@@ -237,11 +247,20 @@ impl Kkt {
             let req = symbolic
                 .factorize_numeric_ldlt_scratch::<f64>(par, Default::default())
                 .or(symbolic.solve_in_place_scratch::<f64>(1, par));
+            let tree = match symbolic.raw() {
+                SymbolicCholeskyRaw::Supernodal(s)
+                    if par != Par::Seq && symbolic.len_val() >= TREE_ENTRIES =>
+                {
+                    TreeSolve::new(s, symbolic.perm()).map(Box::new)
+                }
+                _ => None,
+            };
             Factor::Sparse(SparseLdlt {
                 l_vals: vec![0.0; symbolic.len_val()],
                 symbolic,
                 mem: MemBuffer::new(req),
                 par,
+                tree,
             })
         };
         let nnz = row_idx.len();
@@ -415,6 +434,17 @@ impl Kkt {
     fn back_solve(&mut self, x: &mut [f64]) {
         let dim = x.len();
         match &mut self.factor {
+            Factor::Sparse(SparseLdlt {
+                symbolic,
+                l_vals,
+                tree: Some(tree),
+                ..
+            }) => {
+                let SymbolicCholeskyRaw::Supernodal(s) = symbolic.raw() else {
+                    unreachable!("a tree solve is built for a supernodal factor only")
+                };
+                tree.solve(s, l_vals, x);
+            }
             Factor::Sparse(f) => {
                 let ldlt = LdltRef::<usize, f64>::new(&f.symbolic, &f.l_vals);
                 ldlt.solve_in_place_with_conj(
@@ -574,13 +604,11 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
+mod tests_support {
     /// The upper triangle (column-compressed) of the 7-point Laplacian plus identity on an
     /// `n³` grid: the graph of a pile in three dimensions, where nested dissection is known
     /// to leave less fill than minimum degree.
-    fn grid(n: usize) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+    pub(super) fn grid(n: usize) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
         let id = |x: usize, y: usize, z: usize| (z * n + y) * n + x;
         let (mut col_ptr, mut row_idx, mut vals) = (vec![0], Vec::new(), Vec::new());
         for z in 0..n {
@@ -606,12 +634,18 @@ mod tests {
         }
         (col_ptr, row_idx, vals)
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::grid;
+    use super::*;
 
     #[test]
     fn nested_dissection_orders_a_grid_cheaper_than_amd_and_solves_it() {
+        let _metis = METIS.lock();
         let (col_ptr, row_idx, vals) = grid(30);
         let dim = col_ptr.len() - 1;
-        let pattern = SymbolicSparseColMatRef::new_checked(dim, dim, &col_ptr, None, &row_idx);
         let symbolic =
             |ordering| symbolic_under(&col_ptr, &row_idx, ordering).expect("symbolic analysis");
         let amd = symbolic(SymmetricOrdering::Amd);
@@ -630,22 +664,8 @@ mod tests {
         assert_eq!(chosen, factor_cost(&nd));
 
         // The factorization under METIS' ordering solves the system.
-        let mut l_vals = vec![0.0; nd.len_val()];
-        let mut mem = MemBuffer::new(
-            nd.factorize_numeric_ldlt_scratch::<f64>(Par::Seq, Default::default())
-                .or(nd.solve_in_place_scratch::<f64>(1, Par::Seq)),
-        );
-        nd.factorize_numeric_ldlt(
-            &mut l_vals,
-            SparseColMatRef::new(pattern, &vals),
-            Side::Upper,
-            Default::default(),
-            Par::Seq,
-            MemStack::new(&mut mem),
-            Default::default(),
-        )
-        .expect("LDLᵀ");
-        let b: Vec<f64> = (0..dim).map(|i| ((i * 7919) % 13) as f64 - 6.0).collect();
+        let (l_vals, mut mem) = factor(&nd, &col_ptr, &row_idx, &vals);
+        let b = rhs(dim);
         let mut x = b.clone();
         LdltRef::<usize, f64>::new(&nd, &l_vals).solve_in_place_with_conj(
             Conj::No,
@@ -660,5 +680,78 @@ mod tests {
             .zip(&b)
             .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
         assert!(err < 1e-12, "residual {err:.3e}");
+    }
+
+    /// METIS' random choices are shared by its concurrent calls: tests that compare two of
+    /// its orderings take turns.
+    static METIS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// The values of `symbolic`'s factor of the matrix (`col_ptr`, `row_idx`, `vals`), and
+    /// a workspace for its solves.
+    fn factor(
+        symbolic: &SymbolicCholesky<usize>,
+        col_ptr: &[usize],
+        row_idx: &[usize],
+        vals: &[f64],
+    ) -> (Vec<f64>, MemBuffer) {
+        let dim = col_ptr.len() - 1;
+        let pattern = SymbolicSparseColMatRef::new_checked(dim, dim, col_ptr, None, row_idx);
+        let mut l_vals = vec![0.0; symbolic.len_val()];
+        let mut mem = MemBuffer::new(
+            symbolic
+                .factorize_numeric_ldlt_scratch::<f64>(Par::Seq, Default::default())
+                .or(symbolic.solve_in_place_scratch::<f64>(1, Par::Seq)),
+        );
+        symbolic
+            .factorize_numeric_ldlt(
+                &mut l_vals,
+                SparseColMatRef::new(pattern, vals),
+                Side::Upper,
+                Default::default(),
+                Par::Seq,
+                MemStack::new(&mut mem),
+                Default::default(),
+            )
+            .expect("LDLᵀ");
+        (l_vals, mem)
+    }
+
+    /// A right-hand side of `dim` rows.
+    fn rhs(dim: usize) -> Vec<f64> {
+        (0..dim).map(|i| ((i * 7919) % 13) as f64 - 6.0).collect()
+    }
+
+    #[test]
+    fn the_tree_solve_is_faers_solve() {
+        let _metis = METIS.lock();
+        let (col_ptr, row_idx, vals) = grid(24);
+        let dim = col_ptr.len() - 1;
+        let (fwd, inv) = nested_dissection(&col_ptr, &row_idx).expect("METIS orders the grid");
+        let orderings = [
+            SymmetricOrdering::Amd,
+            SymmetricOrdering::Custom(PermRef::new_checked(&fwd, &inv, dim)),
+        ];
+        for ordering in orderings {
+            let symbolic = symbolic_under(&col_ptr, &row_idx, ordering).expect("analysis");
+            let (l_vals, mut mem) = factor(&symbolic, &col_ptr, &row_idx, &vals);
+            let mut want = rhs(dim);
+            LdltRef::<usize, f64>::new(&symbolic, &l_vals).solve_in_place_with_conj(
+                Conj::No,
+                MatMut::from_column_major_slice_mut(&mut want, dim, 1),
+                Par::Seq,
+                MemStack::new(&mut mem),
+            );
+            let SymbolicCholeskyRaw::Supernodal(s) = symbolic.raw() else {
+                panic!("a supernodal factor")
+            };
+            let mut tree = TreeSolve::new(s, symbolic.perm()).expect("a tree that splits");
+            let mut got = rhs(dim);
+            tree.solve(s, &l_vals, &mut got);
+            let err = got
+                .iter()
+                .zip(&want)
+                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(err < 1e-12, "{err:.3e}");
+        }
     }
 }

@@ -225,6 +225,36 @@ fn step_to_boundary(blocks: &[Block], it: &Iterate, d: &Iterate) -> f64 {
     })
 }
 
+/// A second-order cone whose gap `x₀ − ‖x̄‖` is below this fraction of `x₀` keeps
+/// [`KEEP`] of its gap in a step ([`guarded_step`]).
+const NEAR_BOUNDARY: f64 = 1e-12;
+/// See [`NEAR_BOUNDARY`].
+const KEEP: f64 = 0.1;
+
+/// [`step_to_boundary`] for the step taken: a second-order cone within [`NEAR_BOUNDARY`]
+/// of its boundary stops at [`KEEP`] of its gap instead of at the boundary. At the step
+/// fraction (0.99) such a cone keeps a hundredth of its gap, and two steps put the gap of
+/// a sliding contact below one ulp of `x₀`, where the cone's determinant (so its NT
+/// scaling) vanishes and the next direction is garbage: on the settled pile of 16 000
+/// spheres cone 2677's slack gap went 5.2e-12 → 5.2e-14 → 0, the direction 1e123, and the
+/// solve stalled at a natural map of 4.3e-8 (`benches/RESULTS.md`, thirteenth session).
+fn guarded_step(blocks: &[Block], it: &Iterate, d: &Iterate) -> f64 {
+    let kept = |kind: Kind, x: &[f64], d: &[f64], alpha: f64| {
+        if kind == Kind::Soc {
+            let gap = x[0] - x[1].hypot(x[2]);
+            if gap > 0.0 && gap < NEAR_BOUNDARY * x[0] {
+                return cones::max_step(kind, &[x[0] - KEEP * gap, x[1], x[2]], d, alpha);
+            }
+        }
+        cones::max_step(kind, x, d, alpha)
+    };
+    blocks.iter().fold(1.0, |alpha, b| {
+        let r = b.rows();
+        let a = kept(b.kind, &it.s[r.clone()], &d.s[r.clone()], alpha);
+        kept(b.kind, &it.z[r.clone()], &d.z[r], a)
+    })
+}
+
 /// What the iteration reports back per iteration (the trace) and at the end.
 pub(crate) struct Outcome {
     pub status: Status,
@@ -567,7 +597,7 @@ pub(crate) fn iterate(
         // Centrality correctors on the same factorization (the affine direction's storage
         // holds each trial): on settled piles a few badly centred cones of thousands cut the
         // step (4000 spheres: α 0.60–0.85 with 12–80 cones below 1.5 α; 25 → 18 iterations).
-        let mut step = step_to_boundary(&std.blocks, &it, &dir);
+        let mut step = guarded_step(&std.blocks, &it, &dir);
         for _ in 0..correctors {
             if step >= 1.0 {
                 break;
@@ -576,7 +606,7 @@ pub(crate) fn iterate(
             centrality_rhs(&std.blocks, &scalings, &dir, reach, &mut r_t);
             r_t.iter_mut().zip(&r_c).for_each(|(t, c)| *t += c);
             newton.solve(kkt, &r_t, &mut aff);
-            let longer = step_to_boundary(&std.blocks, &it, &aff);
+            let longer = guarded_step(&std.blocks, &it, &aff);
             if !finite(&aff) || longer < step + CORRECTOR_GAIN * (reach - step) {
                 break;
             }
