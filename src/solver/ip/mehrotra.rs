@@ -231,14 +231,17 @@ const NEAR_BOUNDARY: f64 = 1e-12;
 /// See [`NEAR_BOUNDARY`].
 const KEEP: f64 = 0.1;
 
-/// [`step_to_boundary`] for the step taken: a second-order cone within [`NEAR_BOUNDARY`]
-/// of its boundary stops at [`KEEP`] of its gap instead of at the boundary. At the step
+/// [`step_to_boundary`] for the step taken; with `guard`, a second-order cone within
+/// [`NEAR_BOUNDARY`] of its boundary stops at [`KEEP`] of its gap instead of at the boundary. At the step
 /// fraction (0.99) such a cone keeps a hundredth of its gap, and two steps put the gap of
 /// a sliding contact below one ulp of `x₀`, where the cone's determinant (so its NT
 /// scaling) vanishes and the next direction is garbage: on the settled pile of 16 000
 /// spheres cone 2677's slack gap went 5.2e-12 → 5.2e-14 → 0, the direction 1e123, and the
 /// solve stalled at a natural map of 4.3e-8 (`benches/RESULTS.md`, thirteenth session).
-fn guarded_step(blocks: &[Block], it: &Iterate, d: &Iterate) -> f64 {
+fn guarded_step(blocks: &[Block], it: &Iterate, d: &Iterate, guard: bool) -> f64 {
+    if !guard {
+        return step_to_boundary(blocks, it, d);
+    }
     let kept = |kind: Kind, x: &[f64], d: &[f64], alpha: f64| {
         if kind == Kind::Soc {
             let gap = x[0] - x[1].hypot(x[2]);
@@ -515,13 +518,16 @@ fn centrality_rhs(
 /// Runs the predictor–corrector iteration from `it` until the measures meet the tolerances
 /// of `params`, `max_iter` iterations, a stall or an infeasibility certificate. `observe`
 /// sees each iterate (the trace) and returns whether it already answers the caller's own
-/// test (the settings' tolerance): then the iteration stops there, converged.
+/// test (the settings' tolerance): then the iteration stops there, converged. `guard` keeps
+/// the cones off their boundaries ([`guarded_step`]) where the interior point must reach
+/// the tolerance alone.
 pub(crate) fn iterate(
     std: &Standard,
     kkt: &mut Kkt,
     params: &IpParams,
     max_iter: usize,
     mut it: Iterate,
+    guard: bool,
     mut observe: impl FnMut(usize, &Iterate, &Measures) -> bool,
 ) -> Result<Outcome> {
     let (n, m) = (std.n, std.m);
@@ -597,7 +603,7 @@ pub(crate) fn iterate(
         // Centrality correctors on the same factorization (the affine direction's storage
         // holds each trial): on settled piles a few badly centred cones of thousands cut the
         // step (4000 spheres: α 0.60–0.85 with 12–80 cones below 1.5 α; 25 → 18 iterations).
-        let mut step = guarded_step(&std.blocks, &it, &dir);
+        let mut step = guarded_step(&std.blocks, &it, &dir, guard);
         for _ in 0..correctors {
             if step >= 1.0 {
                 break;
@@ -606,7 +612,7 @@ pub(crate) fn iterate(
             centrality_rhs(&std.blocks, &scalings, &dir, reach, &mut r_t);
             r_t.iter_mut().zip(&r_c).for_each(|(t, c)| *t += c);
             newton.solve(kkt, &r_t, &mut aff);
-            let longer = guarded_step(&std.blocks, &it, &aff);
+            let longer = guarded_step(&std.blocks, &it, &aff, guard);
             if !finite(&aff) || longer < step + CORRECTOR_GAIN * (reach - step) {
                 break;
             }
