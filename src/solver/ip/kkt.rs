@@ -13,10 +13,11 @@
 //! with dynamic regularization signs (+ for `x`, − for `z`) and a small static
 //! regularization `δ`, and every solve is refined iteratively against the unregularized
 //! matrix; on a factor past the caches the solves run in parallel over the elimination tree
-//! ([`TreeSolve`], `tree.rs`). The symbolic analysis (AMD or METIS' nested dissection, whichever factors
-//! cheaper) is computed once per pattern and kept in an [`Analysis`] that the interior
-//! point's session owns, across iterations, Coulomb rounds and time steps. Systems of at most [`DENSE_DIM`] unknowns (the small
-//! Siconos files: 3 to 75 rows) skip faer's sparse machinery, whose fixed cost per
+//! ([`TreeSolve`], `tree.rs`). The symbolic analysis (AMD or METIS' nested dissection,
+//! whichever factors cheaper) is computed once per pattern and kept in an [`Analysis`] that
+//! the interior point's session owns, across iterations, Coulomb rounds and time steps.
+//! Systems of at most [`DENSE_DIM`] unknowns (the small Siconos files: 3 to 75 rows) skip
+//! faer's sparse machinery, whose fixed cost per
 //! factorization and solve outweighs the arithmetic there, for a dense LDLᵀ with the same
 //! regularization; every buffer of the factorization and of the refined solves is allocated
 //! once per [`Kkt`].

@@ -216,36 +216,25 @@ fn finite(d: &Iterate) -> bool {
         .all(|v| v.iter().all(|x| x.is_finite()))
 }
 
-/// The largest step `α ≤ 1` keeping `s` and `z` in their cones along `d`.
-fn step_to_boundary(blocks: &[Block], it: &Iterate, d: &Iterate) -> f64 {
-    blocks.iter().fold(1.0, |alpha, b| {
-        let r = b.rows();
-        let a = cones::max_step(b.kind, &it.s[r.clone()], &d.s[r.clone()], alpha);
-        cones::max_step(b.kind, &it.z[r.clone()], &d.z[r], a)
-    })
-}
-
 /// A second-order cone whose gap `x₀ − ‖x̄‖` is below this fraction of `x₀` keeps
-/// [`KEEP`] of its gap in a step ([`guarded_step`]).
+/// [`KEEP`] of its gap in a guarded step ([`step_to_boundary`]).
 const NEAR_BOUNDARY: f64 = 1e-12;
 /// See [`NEAR_BOUNDARY`].
 const KEEP: f64 = 0.1;
 
-/// [`step_to_boundary`] for the step taken; with `guard`, a second-order cone within
-/// [`NEAR_BOUNDARY`] of its boundary stops at [`KEEP`] of its gap instead of at the boundary. At the step
-/// fraction (0.99) such a cone keeps a hundredth of its gap, and two steps put the gap of
-/// a sliding contact below one ulp of `x₀`, where the cone's determinant (so its NT
-/// scaling) vanishes and the next direction is garbage: on the settled pile of 16 000
-/// spheres cone 2677's slack gap went 5.2e-12 → 5.2e-14 → 0, the direction 1e123, and the
-/// solve stalled at a natural map of 4.3e-8 (`benches/RESULTS.md`, thirteenth session).
-fn guarded_step(blocks: &[Block], it: &Iterate, d: &Iterate, guard: bool) -> f64 {
-    if !guard {
-        return step_to_boundary(blocks, it, d);
-    }
-    let kept = |kind: Kind, x: &[f64], d: &[f64], alpha: f64| {
+/// The largest step `α ≤ 1` keeping `s` and `z` in their cones along `d`; a second-order
+/// cone whose gap is below `near · x₀` (the guard: [`NEAR_BOUNDARY`], or 0 for none) stops
+/// at [`KEEP`] of its gap instead of at its boundary. At the step fraction (0.99) such a
+/// cone keeps a hundredth of its gap, and two steps put the gap of a sliding contact below
+/// one ulp of `x₀`, where the cone's determinant (so its NT scaling) vanishes and the next
+/// direction is garbage: on the settled pile of 16 000 spheres cone 2677's slack gap went
+/// 5.2e-12 → 5.2e-14 → 0, the direction 1e123, and the solve stalled at a natural map of
+/// 4.3e-8 (`benches/RESULTS.md`, thirteenth session).
+fn step_to_boundary(blocks: &[Block], it: &Iterate, d: &Iterate, near: f64) -> f64 {
+    let step = |kind: Kind, x: &[f64], d: &[f64], alpha: f64| {
         if kind == Kind::Soc {
             let gap = x[0] - x[1].hypot(x[2]);
-            if gap > 0.0 && gap < NEAR_BOUNDARY * x[0] {
+            if gap > 0.0 && gap < near * x[0] {
                 return cones::max_step(kind, &[x[0] - KEEP * gap, x[1], x[2]], d, alpha);
             }
         }
@@ -253,8 +242,8 @@ fn guarded_step(blocks: &[Block], it: &Iterate, d: &Iterate, guard: bool) -> f64
     };
     blocks.iter().fold(1.0, |alpha, b| {
         let r = b.rows();
-        let a = kept(b.kind, &it.s[r.clone()], &d.s[r.clone()], alpha);
-        kept(b.kind, &it.z[r.clone()], &d.z[r], a)
+        let a = step(b.kind, &it.s[r.clone()], &d.s[r.clone()], alpha);
+        step(b.kind, &it.z[r.clone()], &d.z[r], a)
     })
 }
 
@@ -519,7 +508,7 @@ fn centrality_rhs(
 /// of `params`, `max_iter` iterations, a stall or an infeasibility certificate. `observe`
 /// sees each iterate (the trace) and returns whether it already answers the caller's own
 /// test (the settings' tolerance): then the iteration stops there, converged. `guard` keeps
-/// the cones off their boundaries ([`guarded_step`]) where the interior point must reach
+/// the cones off their boundaries ([`step_to_boundary`]) where the interior point must reach
 /// the tolerance alone.
 pub(crate) fn iterate(
     std: &Standard,
@@ -540,6 +529,8 @@ pub(crate) fn iterate(
     let mut r_c = vec![0.0; m];
     let mut aff = it.clone();
     let mut dir = it.clone();
+    // The corrector's step and the Gondzio trials are guarded; the predictor's is not.
+    let near = if guard { NEAR_BOUNDARY } else { 0.0 };
     let correctors = if n + m >= CORRECTOR_DIM {
         params.correctors
     } else {
@@ -579,7 +570,7 @@ pub(crate) fn iterate(
         // Predictor (affine, σ = 0), eq. 4.28.
         complementarity_rhs(&std.blocks, &scalings, None, 0.0, &mut r_c);
         newton.solve(kkt, &r_c, &mut aff);
-        let alpha_aff = step_to_boundary(&std.blocks, &it, &aff);
+        let alpha_aff = step_to_boundary(&std.blocks, &it, &aff, 0.0);
         let mu = if nu > 0 {
             dot(&it.s, &it.z) / nu as f64
         } else {
@@ -603,7 +594,7 @@ pub(crate) fn iterate(
         // Centrality correctors on the same factorization (the affine direction's storage
         // holds each trial): on settled piles a few badly centred cones of thousands cut the
         // step (4000 spheres: α 0.60–0.85 with 12–80 cones below 1.5 α; 25 → 18 iterations).
-        let mut step = guarded_step(&std.blocks, &it, &dir, guard);
+        let mut step = step_to_boundary(&std.blocks, &it, &dir, near);
         for _ in 0..correctors {
             if step >= 1.0 {
                 break;
@@ -612,7 +603,7 @@ pub(crate) fn iterate(
             centrality_rhs(&std.blocks, &scalings, &dir, reach, &mut r_t);
             r_t.iter_mut().zip(&r_c).for_each(|(t, c)| *t += c);
             newton.solve(kkt, &r_t, &mut aff);
-            let longer = guarded_step(&std.blocks, &it, &aff, guard);
+            let longer = step_to_boundary(&std.blocks, &it, &aff, near);
             if !finite(&aff) || longer < step + CORRECTOR_GAIN * (reach - step) {
                 break;
             }

@@ -45,8 +45,6 @@ const MAX_TOP: usize = 256;
 struct Task {
     /// Its supernodes, a contiguous range of the postorder (its root last).
     supernodes: Range<usize>,
-    /// Its rows (in the postorder's layout), contiguous.
-    rows: Range<usize>,
     /// The top rows its supernodes update in the forward solve, increasing.
     halo: Vec<usize>,
     /// Those updates (as `halo`).
@@ -55,10 +53,22 @@ struct Task {
     tmp: Vec<f64>,
 }
 
-/// The split of one supernodal factor's tree, with its buffers. Rows are laid out
-/// supernode by supernode in a postorder of the tree (faer's numbering is a topological
-/// order, not always a postorder), so that every subtree's rows are contiguous.
+/// The split of one supernodal factor's tree ([`Layout`]), with its buffers.
 pub(crate) struct TreeSolve {
+    layout: Layout,
+    tasks: Vec<Task>,
+    /// The right-hand side in the layout.
+    x: Vec<f64>,
+    /// The top rows' values for the backward solve of the tasks.
+    top_values: Vec<f64>,
+    /// The pattern's values of a top supernode.
+    tmp: Vec<f64>,
+}
+
+/// What the solves read of the tree: rows laid out supernode by supernode in a postorder
+/// of the tree (faer's numbering is a topological order, not always a postorder), so that
+/// every subtree's rows are contiguous, and the top.
+struct Layout {
     /// The supernodes in postorder.
     order: Vec<usize>,
     /// Each supernode's first row in the layout.
@@ -69,19 +79,14 @@ pub(crate) struct TreeSolve {
     pattern_at: Vec<usize>,
     /// `x[j] = b[source[j]]`: the fill-reducing permutation and the layout.
     source: Vec<usize>,
-    tasks: Vec<Task>,
+    /// The tasks' rows, contiguous, in order.
+    task_rows: Vec<Range<usize>>,
     /// The top supernodes, in postorder.
     top: Vec<usize>,
     /// The top supernodes' rows, increasing.
     top_rows: Vec<usize>,
     /// Row → its index in `top_rows`, `usize::MAX` for a task's row.
     top_index: Vec<usize>,
-    /// The right-hand side in the layout.
-    x: Vec<f64>,
-    /// The top rows' values for the backward solve of the tasks.
-    top_values: Vec<f64>,
-    /// The pattern's values of a top supernode.
-    tmp: Vec<f64>,
 }
 
 /// The rows a supernode's step reads and writes: `own` holds rows `start..` in place; a row
@@ -248,7 +253,7 @@ impl TreeSolve {
                 _ => merged.push((range, weight[root])),
             }
         }
-        let tasks = merged
+        let (task_rows, tasks): (Vec<Range<usize>>, Vec<Task>) = merged
             .into_iter()
             .map(|(supernodes, _)| {
                 let nodes = &order[supernodes.clone()];
@@ -261,41 +266,32 @@ impl TreeSolve {
                     .collect();
                 halo.sort_unstable();
                 halo.dedup();
-                Task {
+                let task = Task {
                     tmp: vec![0.0; longest(nodes)],
                     acc: vec![0.0; halo.len()],
                     halo,
-                    rows,
                     supernodes,
-                }
+                };
+                (rows, task)
             })
-            .collect();
+            .unzip();
         Some(TreeSolve {
             tasks,
             tmp: vec![0.0; longest(&order)],
             top_values: vec![0.0; top_rows.len()],
-            top_rows,
-            top_index,
-            top,
-            order,
-            start,
-            pattern: mapped,
-            pattern_at,
-            source,
             x: vec![0.0; n],
+            layout: Layout {
+                task_rows,
+                top_rows,
+                top_index,
+                top,
+                order,
+                start,
+                pattern: mapped,
+                pattern_at,
+                source,
+            },
         })
-    }
-
-    /// Supernode `s`'s step in `values`' factor.
-    fn node<'a>(&'a self, ldlt: SupernodalLdltRef<'a, usize, f64>, s: usize) -> Node<'a> {
-        let val = ldlt.supernode(s).val();
-        let (diag, below) = val.split_at_row(val.ncols());
-        Node {
-            diag,
-            below,
-            start: self.start[s],
-            pattern: &self.pattern[self.pattern_at[s]..self.pattern_at[s + 1]],
-        }
     }
 
     /// Solves `A x = b` in place of `b` with the factor `L D Lᵀ = P A Pᵀ` of `symbolic`
@@ -307,94 +303,108 @@ impl TreeSolve {
         b: &mut [f64],
     ) {
         let ldlt = SupernodalLdltRef::new(symbolic, values);
-        let mut x = std::mem::take(&mut self.x);
-        for (xi, &f) in x.iter_mut().zip(&self.source) {
+        let TreeSolve {
+            layout,
+            tasks,
+            x,
+            top_values,
+            tmp,
+        } = self;
+        let top_index = &layout.top_index[..];
+        for (xi, &f) in x.iter_mut().zip(&layout.source) {
             *xi = b[f];
         }
-        let mut tasks = std::mem::take(&mut self.tasks);
-        let mut tmp = std::mem::take(&mut self.tmp);
-        let mut top_values = std::mem::take(&mut self.top_values);
-        let this = &*self;
-        let task_rows: Vec<Range<usize>> = tasks.iter().map(|t| t.rows.clone()).collect();
         // Forward: the tasks, their top updates in task order, then the top.
         tasks
             .par_iter_mut()
-            .zip(split_rows(&mut x, &task_rows))
-            .for_each(|(task, own)| {
+            .zip(split_rows(x, &layout.task_rows))
+            .for_each(|(task, (start, own))| {
                 task.acc.fill(0.0);
                 let mut rows = Rows {
                     own,
-                    start: task.rows.start,
+                    start,
                     other: &mut task.acc[..],
                     halo: Some(&task.halo),
-                    top_index: &this.top_index,
+                    top_index,
                 };
-                for &s in &this.order[task.supernodes.clone()] {
-                    forward(this.node(ldlt, s), &mut rows, &mut task.tmp, false);
+                for &s in &layout.order[task.supernodes.clone()] {
+                    forward(layout.node(ldlt, s), &mut rows, &mut task.tmp, false);
                 }
             });
-        for task in &tasks {
+        for task in tasks.iter() {
             for (&r, a) in task.halo.iter().zip(&task.acc) {
                 x[r] += a;
             }
         }
-        for &s in &this.top {
+        for &s in &layout.top {
             let mut rows = Rows {
                 own: &mut x[..],
                 start: 0,
                 other: &mut [][..],
                 halo: None,
-                top_index: &this.top_index,
+                top_index,
             };
-            forward(this.node(ldlt, s), &mut rows, &mut tmp, true);
+            forward(layout.node(ldlt, s), &mut rows, tmp, true);
         }
         // Backward: the top, then the tasks with the top rows' values.
-        for &s in this.top.iter().rev() {
+        for &s in layout.top.iter().rev() {
             let mut rows = Rows {
                 own: &mut x[..],
                 start: 0,
                 other: &[][..],
                 halo: None,
-                top_index: &this.top_index,
+                top_index,
             };
-            backward(this.node(ldlt, s), &mut rows, &mut tmp, true);
+            backward(layout.node(ldlt, s), &mut rows, tmp, true);
         }
-        for (v, &r) in top_values.iter_mut().zip(&this.top_rows) {
+        for (v, &r) in top_values.iter_mut().zip(&layout.top_rows) {
             *v = x[r];
         }
+        let top_values = &top_values[..];
         tasks
             .par_iter_mut()
-            .zip(split_rows(&mut x, &task_rows))
-            .for_each(|(task, own)| {
+            .zip(split_rows(x, &layout.task_rows))
+            .for_each(|(task, (start, own))| {
                 let mut rows = Rows {
                     own,
-                    start: task.rows.start,
-                    other: &top_values[..],
+                    start,
+                    other: top_values,
                     halo: None,
-                    top_index: &this.top_index,
+                    top_index,
                 };
-                for &s in this.order[task.supernodes.clone()].iter().rev() {
-                    backward(this.node(ldlt, s), &mut rows, &mut task.tmp, false);
+                for &s in layout.order[task.supernodes.clone()].iter().rev() {
+                    backward(layout.node(ldlt, s), &mut rows, &mut task.tmp, false);
                 }
             });
-        for (xi, &f) in x.iter().zip(&self.source) {
+        for (xi, &f) in x.iter().zip(&layout.source) {
             b[f] = *xi;
         }
-        self.x = x;
-        self.tasks = tasks;
-        self.tmp = tmp;
-        self.top_values = top_values;
     }
 }
 
-/// The tasks' rows of `x`, each a slice of its own (the tasks are disjoint and in order).
-fn split_rows<'a>(mut x: &'a mut [f64], rows: &[Range<usize>]) -> Vec<&'a mut [f64]> {
+impl Layout {
+    /// Supernode `s`'s step in `ldlt`'s factor.
+    fn node<'a>(&'a self, ldlt: SupernodalLdltRef<'a, usize, f64>, s: usize) -> Node<'a> {
+        let val = ldlt.supernode(s).val();
+        let (diag, below) = val.split_at_row(val.ncols());
+        Node {
+            diag,
+            below,
+            start: self.start[s],
+            pattern: &self.pattern[self.pattern_at[s]..self.pattern_at[s + 1]],
+        }
+    }
+}
+
+/// The tasks' rows of `x` (disjoint and in order), each its first row and a slice of its
+/// own.
+fn split_rows<'a>(mut x: &'a mut [f64], rows: &[Range<usize>]) -> Vec<(usize, &'a mut [f64])> {
     let mut at = 0;
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         let (_, rest) = std::mem::take(&mut x).split_at_mut(r.start - at);
         let (own, rest) = rest.split_at_mut(r.len());
-        out.push(own);
+        out.push((r.start, own));
         x = rest;
         at = r.end;
     }
