@@ -300,3 +300,30 @@ fn f32_iterations_reach_1e_6_with_the_f64_residual_reported() {
         assert_close(r.merit.objective, exact.merit.objective, 1e-4);
     }
 }
+
+#[test]
+fn the_kernel_flushes_values_whose_squares_are_subnormal() {
+    // Below 2⁻⁶³ (f32) and 2⁻⁵¹¹ (f64) a value's square is subnormal, whose arithmetic is a
+    // microcode assist on x86: the kernel takes such a value as zero, from its initial
+    // iterate on (here a warm start of such values, returned as it came in: no iteration).
+    let sys = System::new(&granular_packing(300).unwrap()).unwrap();
+    for (precision, tiny) in [(Precision::F32, 1e-20), (Precision::F64, 1e-160)] {
+        let warm: Vec<f64> = (0..sys.rows())
+            .map(|i| if i % 3 == 0 { 1.0 } else { tiny })
+            .collect();
+        for solver in ["jacobi", "pgs-colored"] {
+            let settings = Settings {
+                tol: 0.0,
+                max_iter: 0,
+                precision,
+                warm_start: Some(warm.clone()),
+                ..Settings::default()
+            };
+            let r = solve(&sys, solver, &settings);
+            for (i, g) in r.gamma.iter().enumerate() {
+                let want = if i % 3 == 0 { 1.0 } else { 0.0 };
+                assert_eq!(*g, want, "{solver} {precision:?}: row {i}");
+            }
+        }
+    }
+}

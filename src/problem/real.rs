@@ -26,6 +26,9 @@ pub trait Real:
     const ZERO: Self;
     /// One.
     const ONE: Self;
+    /// `√` of the smallest normal value (2⁻⁶³ in `f32`, 2⁻⁵¹¹ in `f64`): the square of a
+    /// smaller value is subnormal or zero.
+    const ROOT_MIN: Self;
     /// An atomic cell holding one value (its bits).
     type Atomic: Send + Sync;
     /// The nearest value to `v`.
@@ -49,10 +52,11 @@ pub trait Real:
 }
 
 macro_rules! real {
-    ($t:ty, $atomic:ty) => {
+    ($t:ty, $atomic:ty, $root_min:expr) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
+            const ROOT_MIN: Self = <$t>::from_bits($root_min);
             type Atomic = $atomic;
             #[inline(always)]
             fn from_f64(v: f64) -> Self {
@@ -94,5 +98,6 @@ macro_rules! real {
     };
 }
 
-real!(f32, AtomicU32);
-real!(f64, AtomicU64);
+// The bits of 2⁻⁶³ and 2⁻⁵¹¹: biased exponents 64 and 512, zero mantissa.
+real!(f32, AtomicU32, 64 << 23);
+real!(f64, AtomicU64, 512 << 52);

@@ -33,7 +33,10 @@
 //! reads its velocity, lane-wise in `T` within a task's chunk and in `f64` across chunks
 //! (in the coloured sweep, chunk by chunk within a colour, colour by colour); the reported
 //! residual of the returned iterate is recomputed in `f64` on the system
-//! ([`merit::residual`]).
+//! ([`merit::residual`]). The kernel's quantities (`γ`, `u`, `w`, the residual's terms)
+//! are flushed to zero below 2⁻⁶³ in `f32` (2⁻⁵¹¹ in `f64`), where their squares would be
+//! subnormal ([`lanes::flushed`]: the iterates of a packing at rest pass through that
+//! range, and on x86 every subnormal operation is a microcode assist).
 
 use std::ops::Range;
 
@@ -148,7 +151,7 @@ impl<T: Lane> LaneSums<T> {
         inv_eta: &Lanes<T>,
     ) {
         for i in 0..3 {
-            let e = lanes::sub(g[i], unit[i]);
+            let e = lanes::flush(lanes::sub(g[i], unit[i]));
             self.e2 = lanes::mul_add(self.e2, e, e);
             self.e_inf = lanes::max(self.e_inf, lanes::abs(e));
             let v = lanes::mul(lanes::abs(lanes::sub(g[i], scaled[i])), *inv_eta);
@@ -372,13 +375,13 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     }
 
     /// `γ` of the system (`f64`, rows in system order) in kernel order, a group per `L`
-    /// blocks (padding zero).
+    /// blocks (padding zero), flushed as the kernel's iterates are ([`lanes::flushed`]).
     fn gather(&self, sys: &System, gamma: &[f64]) -> Vec<Impulses<T>> {
         let mut out = vec![[[T::ZERO; L]; 3]; self.groups.len()];
         for (kk, k) in self.order.iter().enumerate() {
             if let Some(k) = *k {
                 for (i, x) in gamma[sys.block_range(k)].iter().enumerate() {
-                    out[kk / L][i][kk % L] = T::from_f64(*x);
+                    out[kk / L][i][kk % L] = lanes::flushed(T::from_f64(*x));
                 }
             }
         }
@@ -447,7 +450,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             }
             let m = &self.inv_mass[b];
             for c in 0..6 {
-                wb.v[c] = acc[c] * m[c];
+                wb.v[c] = lanes::flushed(acc[c] * m[c]);
             }
         }
     }
@@ -487,6 +490,9 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 u[i] = lanes::mul_add(u[i], e[gi][i], g[i]);
             }
         }
+        for ui in &mut u {
+            *ui = lanes::flush(*ui);
+        }
         let mut u_hat = u;
         if self.shift {
             for l in 0..L {
@@ -522,7 +528,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         }
     }
 
-    /// `Π_K(γ_k − s_k û_k)` per lane.
+    /// `Π_K(γ_k − s_k û_k)` per lane, flushed ([`lanes::flush`]).
     #[inline(always)]
     fn step(cone: &Cones<T>, g: &Impulses<T>, u_hat: &[Lanes<T>; 3], s: &Lanes<T>) -> Impulses<T> {
         let mut x = *g;
@@ -532,6 +538,9 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             }
         }
         lanes::project(&mut x, cone);
+        for xi in &mut x {
+            *xi = lanes::flush(*xi);
+        }
         x
     }
 
@@ -653,7 +662,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                     }
                     let wb = &w.0[b as usize];
                     for c in 0..6 {
-                        T::store(&wb[c], T::load(&wb[c]) + side[c][l]);
+                        T::store(&wb[c], lanes::flushed(T::load(&wb[c]) + side[c][l]));
                     }
                 }
             }
