@@ -10,7 +10,7 @@ use common::*;
 use signorini::app::bench::problems::granular_packing;
 use signorini::problem::{Assembled, FrictionModel, Operator, Problem, System, io, merit};
 use signorini::solver::colored::Colouring;
-use signorini::solver::{Precision, Settings, Status, traffic};
+use signorini::solver::{Criterion, Precision, Settings, Status, traffic};
 
 fn siconos(sub: &str, file: &str) -> System {
     let path: PathBuf = problems_dir().join("siconos").join(sub).join(file);
@@ -325,5 +325,28 @@ fn the_kernel_flushes_values_whose_squares_are_subnormal() {
                 assert_eq!(*g, want, "{solver} {precision:?}: row {i}");
             }
         }
+    }
+}
+
+#[test]
+fn the_kernel_stops_on_the_velocity_residual() {
+    // The kernel measures the velocity residual only when the solve stops on it: the
+    // returned iterate's, recomputed in f64 on the system, meets the tolerance.
+    let sys = System::new(&granular_packing(3000).unwrap()).unwrap();
+    for solver in ["jacobi", "pgs-colored"] {
+        let settings = Settings {
+            criterion: Criterion::Velocity,
+            tol: 1e-7,
+            max_iter: 20_000,
+            ..Settings::default()
+        };
+        let r = solve(&sys, solver, &settings);
+        assert_eq!(r.status, Status::Converged, "{solver}: {:?}", r.residual);
+        assert!(r.iterations > 10, "{solver}: {}", r.iterations);
+        assert!(
+            r.residual.velocity <= 1e-7 * (1.0 + 1e-9),
+            "{solver}: {:?}",
+            r.residual
+        );
     }
 }

@@ -12,25 +12,28 @@
 //!   contact, compact (frame and tangent rows' angular parts, 21 values, expanded in
 //!   registers: [`super::rows`]); the two body indices (a missing body is the "ground", a
 //!   body whose velocity stays zero), `r`, `η_k` and the cone's coefficient (`μ_k`; 0 for a
-//!   unilateral block; −1 for a bilateral one: no projection). The compliance, when the
-//!   problem has some, is a stream of its own.
-//! - Per body: the diagonal of `M⁻¹` and the list of its (block, side) pairs; the body
+//!   unilateral block; −1 for a bilateral one: no projection), and per side the
+//!   accumulator cell of its product ([`Spread`]). The compliance, when the problem has
+//!   some, is a stream of its own.
+//! - Per body: the diagonal of `M⁻¹` and the list of its accumulator cells; the body
 //!   velocities `w = M⁻¹ Jᵀ γ`, 6 values padded to 8 (one cache line in `f64`), plain
 //!   values for Jacobi, atomic cells for the coloured sweep, whose blocks of one colour
 //!   update them in parallel (no two share a body), with a plain copy of their values at
 //!   the sweep's start.
 //!
-//! `M⁻¹ Jᵀ` is not stored. Jacobi's pass over the groups computes, with the rows already in
-//! registers, the new `γ_k` and its products `J_{k,s}ᵀ γ_k` (one 6-vector per side), stored
-//! per block (12 contiguous values, transposed from the lanes in registers); the body pass
-//! then sums each body's products, 6 contiguous values per link, and scales by its `M⁻¹`.
-//! So an iteration reads the Jacobian once; so
+//! `M⁻¹ Jᵀ` is not stored, nor are the products. Jacobi's pass over the groups computes,
+//! with the rows already in registers, the new `γ_k` and its products `J_{k,s}ᵀ γ_k` (one
+//! 6-vector per side, transposed from the lanes in registers) and adds them into the
+//! accumulator cells of its part ([`Spread`]: one cell per body and part, mostly in the
+//! caches); the body pass then sums each body's cells, in part order, and scales by its
+//! `M⁻¹`. So an iteration reads the Jacobian once; so
 //! does a coloured sweep, whose blocks measure the residual of the iterate they start from
 //! with the plain copy of `w` before their step reads the cells. Every loop the dispatched
 //! functions run is an `#[inline(always)]` function or a plain loop: a closure there may
 //! be left out of line by LLVM and compiled for the baseline (SSE2), which halved the
 //! `f64` pass's speed before. The residual of an iterate is accumulated by the pass that
-//! reads its velocity, lane-wise in `T` within a task's chunk and in `f64` across chunks
+//! reads its velocity, lane-wise in `T` within a chunk of [`CHUNK`] groups and in `f64`
+//! across chunks
 //! (in the coloured sweep, chunk by chunk within a colour, colour by colour); the reported
 //! residual of the returned iterate is recomputed in `f64` on the system
 //! ([`merit::residual`]). The kernel's quantities (`γ`, `u`, `w`, the residual's terms)
@@ -43,11 +46,11 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::lanes::{self, Cones, L, Lanes};
-use super::moves::{Isa, Lane, Moves, Portable, Products, Record, Task, W};
+use super::moves::{Isa, Lane, Moves, Record, Task, W};
 use super::progress::{Progress, initial_iterate};
 use super::rows::{Compact, Full, Rows, Velocities};
 use super::traffic::{Term, Traffic};
-use super::{Precision, Report, Settings, Status, block_steps};
+use super::{Criterion, Precision, Report, Settings, Status, block_steps};
 use crate::problem::merit::{self, Residual};
 use crate::problem::operator::FactoredOperator;
 use crate::problem::{Cone, FrictionModel, System};
@@ -64,9 +67,17 @@ const CHUNK: usize = 128;
 /// samples on the load of the indices four groups ahead), and on the random gathers.
 const AHEAD: usize = 4;
 
-/// How many bodies ahead the body pass asks the cache for the products of a body's links
-/// (random reads of the products' buffer).
+/// How many bodies ahead the body pass asks the cache for the accumulator cells of a
+/// body ([`Spread`]).
 const AHEAD_BODIES: usize = 8;
+
+/// Parts of the group passes that spread `J_{k,s}ᵀ γ_k` into accumulator cells
+/// ([`Spread`]): a fixed number, so that the sums do not depend on the threads, and few,
+/// since a body that two parts touch has a cell in each.
+const PARTS: usize = 16;
+
+/// The target of a lane whose side is the ground (or padding): no cell.
+const NONE: u32 = u32::MAX;
 
 /// How the iterate moves.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -139,26 +150,26 @@ impl<T: Lane> LaneSums<T> {
         g_inf: [T::ZERO; L],
     };
 
-    /// Adds the group's blocks at `γ` (`g`), velocity `u`, `unit = Π(γ − û)` and
-    /// `scaled = Π(γ − η û)` with `1/η` per lane (`inv_eta`).
+    /// Adds the group's blocks at `γ` (`g`), velocity `u` and `unit = Π(γ − û)`.
     #[inline(always)]
-    fn add(
-        &mut self,
-        g: &[Lanes<T>; 3],
-        u: &[Lanes<T>; 3],
-        unit: &[Lanes<T>; 3],
-        scaled: &[Lanes<T>; 3],
-        inv_eta: &Lanes<T>,
-    ) {
+    fn add(&mut self, g: &[Lanes<T>; 3], u: &[Lanes<T>; 3], unit: &[Lanes<T>; 3]) {
         for i in 0..3 {
             let e = lanes::flush(lanes::sub(g[i], unit[i]));
             self.e2 = lanes::mul_add(self.e2, e, e);
             self.e_inf = lanes::max(self.e_inf, lanes::abs(e));
-            let v = lanes::mul(lanes::abs(lanes::sub(g[i], scaled[i])), *inv_eta);
-            self.velocity = lanes::max(self.velocity, v);
             self.g2 = lanes::mul_add(self.g2, g[i], g[i]);
             self.u2 = lanes::mul_add(self.u2, u[i], u[i]);
             self.g_inf = lanes::max(self.g_inf, lanes::abs(g[i]));
+        }
+    }
+
+    /// Adds the velocity residual of the group's blocks at `γ` (`g`) with `scaled =
+    /// Π(γ − η û)` and `1/η` per lane (`inv_eta`).
+    #[inline(always)]
+    fn add_velocity(&mut self, g: &[Lanes<T>; 3], scaled: &[Lanes<T>; 3], inv_eta: &Lanes<T>) {
+        for i in 0..3 {
+            let v = lanes::mul(lanes::abs(lanes::sub(g[i], scaled[i])), *inv_eta);
+            self.velocity = lanes::max(self.velocity, v);
         }
     }
 
@@ -186,6 +197,9 @@ struct Group<T: Lane, J: Rows<T>> {
     /// `μ_k` of a Coulomb cone, 0 for a unilateral block, −1 for a bilateral one.
     mu: Lanes<T>,
     bodies: [[u32; L]; 2],
+    /// Per side and lane, the accumulator cell that receives `J_{k,s}ᵀ γ_k`, relative to
+    /// the first cell of the group's part ([`Spread`]); [`NONE`] for the ground.
+    targets: [[u32; L]; 2],
 }
 
 impl<T: Lane, J: Rows<T>> Clone for Group<T, J> {
@@ -199,8 +213,115 @@ impl<T: Lane, J: Rows<T>> Copy for Group<T, J> {}
 /// A group's iterate: `γ` rows × lanes.
 type Impulses<T> = [Lanes<T>; 3];
 
-/// Where the Jacobi pass writes: the next iterate and its products `J_{k,s}ᵀ γ_k`.
-type JacobiOut<'a, T> = (&'a mut [Impulses<T>], &'a mut [Products<T>]);
+/// Where the Jacobi pass writes: the next iterate and the accumulator cells of its
+/// products `J_{k,s}ᵀ γ_k` ([`Spread`]).
+type JacobiOut<'a, T> = (&'a mut [Impulses<T>], &'a mut [Record<T>]);
+
+/// Where the group passes sum the products `J_{k,s}ᵀ γ_k` into body velocities, with no
+/// array of products: the groups are cut into parts of `part` consecutive groups (at most
+/// [`PARTS`] parts, fixed by the problem, not the threads), one rayon task each. A body
+/// that the blocks of one part alone touch has one accumulator cell, which those blocks
+/// add into in order; a body that several parts touch has a cell in each. A part's cells
+/// are one contiguous range of the accumulator, numbered as its blocks first reach them,
+/// which its task zeroes and fills (plain memory, in the caches while the part runs: the
+/// blocks of a body are near one another in a packing's order); the body pass then sums
+/// each body's cells in part order and scales by `M⁻¹`.
+struct Spread {
+    /// Groups per part: a multiple of [`CHUNK`].
+    part: usize,
+    /// The number of cells of each part, in part order.
+    sizes: Vec<usize>,
+    /// CSR over bodies of their cells (indices into the accumulator), in part order.
+    cell_ptr: Vec<u32>,
+    cell_list: Vec<u32>,
+}
+
+impl Spread {
+    /// The cells of groups on the bodies `bodies` (per group, side and lane; `n_bodies`
+    /// bodies, the ground body `n_bodies`), and each group's targets.
+    fn new(bodies: &[[[u32; L]; 2]], n_bodies: usize) -> (Spread, Vec<[[u32; L]; 2]>) {
+        let part = bodies.len().div_ceil(PARTS).div_ceil(CHUNK).max(1) * CHUNK;
+        let mut all_targets = vec![[[NONE; L]; 2]; bodies.len()];
+        let ground = n_bodies as u32;
+        // Per body, the part of its latest cell and that cell.
+        let mut latest = vec![(usize::MAX, 0u32); n_bodies];
+        // The body of each cell, in cell order.
+        let mut owner: Vec<u32> = Vec::new();
+        let mut sizes = Vec::new();
+        let parts = all_targets.chunks_mut(part).zip(bodies.chunks(part));
+        for (p, (group_targets, group_bodies)) in parts.enumerate() {
+            let start = owner.len() as u32;
+            for (grp_targets, grp_bodies) in group_targets.iter_mut().zip(group_bodies) {
+                for (targets, bodies) in grp_targets.iter_mut().zip(grp_bodies) {
+                    for (target, &b) in targets.iter_mut().zip(bodies) {
+                        if b == ground {
+                            continue;
+                        }
+                        let cell = &mut latest[b as usize];
+                        if cell.0 != p {
+                            *cell = (p, owner.len() as u32);
+                            owner.push(b);
+                        }
+                        *target = cell.1 - start;
+                    }
+                }
+            }
+            sizes.push(owner.len() - start as usize);
+        }
+        // The cells by body, each body's in cell (part) order.
+        let mut cell_ptr = vec![0u32; n_bodies + 1];
+        for &b in &owner {
+            cell_ptr[b as usize + 1] += 1;
+        }
+        for i in 0..n_bodies {
+            cell_ptr[i + 1] += cell_ptr[i];
+        }
+        let mut fill = cell_ptr.clone();
+        let mut cell_list = vec![0; owner.len()];
+        for (cell, &b) in owner.iter().enumerate() {
+            cell_list[fill[b as usize] as usize] = cell as u32;
+            fill[b as usize] += 1;
+        }
+        let spread = Spread {
+            part,
+            sizes,
+            cell_ptr,
+            cell_list,
+        };
+        (spread, all_targets)
+    }
+
+    /// The number of cells.
+    fn cells(&self) -> usize {
+        self.cell_list.len()
+    }
+
+    /// The cells of body `b`, if there is such a body (the ground has none).
+    #[inline(always)]
+    fn cells_of(&self, b: usize) -> Option<&[u32]> {
+        let end = *self.cell_ptr.get(b + 1)?;
+        Some(&self.cell_list[self.cell_ptr[b] as usize..end as usize])
+    }
+
+    /// The accumulator `acc` cut into the parts' ranges.
+    fn parts<'a, R>(&self, mut acc: &'a mut [R]) -> Vec<&'a mut [R]> {
+        let mut parts = Vec::with_capacity(self.sizes.len());
+        for &size in &self.sizes {
+            let (head, tail) = acc.split_at_mut(size);
+            parts.push(head);
+            acc = tail;
+        }
+        parts
+    }
+}
+
+/// Sets every value of `cells` to zero.
+#[inline(always)]
+fn zero<T: Lane>(cells: &mut [Record<T>]) {
+    for cell in cells {
+        cell.v = [T::ZERO; W];
+    }
+}
 
 /// The body velocities `w` as the block passes read them: plain values (Jacobi's, written
 /// by the body pass only; the coloured sweep's copy of its cells at the sweep's start, for
@@ -275,12 +396,16 @@ pub(crate) struct Kernel<T: Lane, J: Rows<T>> {
     compliance: Option<Vec<[Lanes<T>; 3]>>,
     /// The diagonal of `M⁻¹` per body, the ground (zero) last.
     inv_mass: Vec<[T; 6]>,
-    /// CSR over bodies of `2 · kernel block + side`.
-    link_ptr: Vec<u32>,
-    links: Vec<u32>,
+    /// Where the groups' products `J_{k,s}ᵀ γ_k` are summed.
+    spread: Spread,
     r_norm: f64,
     /// De Saxcé's shift of the model velocity (the Coulomb friction model).
     shift: bool,
+    /// Whether the passes measure the velocity residual `max |γ_k − Π(γ_k − η_k û_k)| /
+    /// η_k` (one projection more per block): only when the solve stops on it; otherwise
+    /// the iterates' velocity residuals are not reported (that of the returned iterate
+    /// is measured on the system, as every other of its residuals).
+    velocity_residual: bool,
     isa: Isa,
 }
 
@@ -292,7 +417,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         f: &FactoredOperator,
         colours: &[&[usize]],
         eta: &[f64],
-        friction: FrictionModel,
+        settings: &Settings,
     ) -> Self {
         let mut order = Vec::with_capacity(sys.blocks() + colours.len() * L);
         let mut ranges = Vec::new();
@@ -317,17 +442,16 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             eta: [T::ZERO; L],
             mu: [-T::ONE; L],
             bodies: [[ground; L]; 2],
+            targets: [[NONE; L]; 2],
         };
         let mut groups = vec![empty; order.len() / L];
         let rigid = sys.compliance().iter().all(|&e| e == 0.0);
         let mut compliance = (!rigid).then(|| vec![[[T::ZERO; L]; 3]; groups.len()]);
-        let mut link_count = vec![0u32; n_bodies + 1];
         for (kk, k) in order.iter().enumerate() {
             let Some(k) = *k else { continue };
             let (grp, l) = (&mut groups[kk / L], kk % L);
             for (s, &body) in f.block_bodies(k).iter().enumerate() {
                 grp.bodies[s][l] = body as u32;
-                link_count[body + 1] += 1;
             }
             J::encode(&padded_rows(f, k), &mut grp.jac, l);
             row3(sys.r(), k, &mut grp.r, l);
@@ -341,22 +465,10 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 Cone::Coulomb { mu } => t(mu),
             };
         }
-        for i in 0..n_bodies {
-            link_count[i + 1] += link_count[i];
-        }
-        let mut fill = link_count.clone();
-        let mut links = vec![0; link_count[n_bodies] as usize];
-        for (kk, k) in order.iter().enumerate() {
-            if k.is_none() {
-                continue;
-            }
-            for s in 0..2 {
-                let body = groups[kk / L].bodies[s][kk % L];
-                if body != ground {
-                    links[fill[body as usize] as usize] = (2 * kk + s) as u32;
-                    fill[body as usize] += 1;
-                }
-            }
+        let bodies: Vec<_> = groups.iter().map(|g| g.bodies).collect();
+        let (spread, targets) = Spread::new(&bodies, n_bodies);
+        for (grp, t) in groups.iter_mut().zip(targets) {
+            grp.targets = t;
         }
         let mut inv_mass: Vec<[T; 6]> = f.inv_mass().iter().map(|m| m.map(t)).collect();
         inv_mass.push([T::ZERO; 6]);
@@ -366,10 +478,10 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             groups,
             compliance,
             inv_mass,
-            link_ptr: link_count,
-            links,
+            spread,
             r_norm: sys.r().iter().map(|x| x * x).sum::<f64>().sqrt(),
-            shift: friction == FrictionModel::Coulomb,
+            shift: settings.friction == FrictionModel::Coulomb,
+            velocity_residual: settings.criterion == Criterion::Velocity,
             isa: Isa::detect(),
         }
     }
@@ -401,24 +513,77 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         out
     }
 
-    /// `J_{k,s}ᵀ γ_k` of every block at `gamma`, in `products` (per kernel block).
-    fn products(&self, gamma: &[Impulses<T>], products: &mut [Products<T>]) {
-        let blocks = products.chunks_exact_mut(L);
-        for ((grp, g), out) in self.groups.iter().zip(gamma).zip(blocks) {
-            let out = out.try_into().expect("a group's blocks");
-            T::store_products(Portable, &J::transpose_times(&grp.jac, g), out);
+    /// `w = M⁻¹ Jᵀ γ` at `gamma`: the groups' products spread into the cells `acc`
+    /// ([`Kernel::spread_part`]), then summed per body ([`Kernel::body_velocities`]).
+    fn velocities_at(&self, gamma: &[Impulses<T>], acc: &mut [Record<T>], w: &mut [Record<T>]) {
+        let part = self.spread.part;
+        gamma
+            .par_chunks(part)
+            .zip(self.spread.parts(acc).into_par_iter())
+            .enumerate()
+            .for_each(|(c, (gs, cells))| {
+                self.isa.run(SpreadPart {
+                    kernel: self,
+                    first: c * part,
+                    gs,
+                    cells,
+                })
+            });
+        self.body_velocities(acc, w);
+    }
+
+    /// The products `J_{k,s}ᵀ γ_k` of the groups `gs` (from group `first`, one part) added
+    /// into the part's cells, which it zeroes first.
+    #[inline(always)]
+    fn spread_part<M: Moves>(
+        &self,
+        moves: M,
+        first: usize,
+        gs: &[Impulses<T>],
+        cells: &mut [Record<T>],
+    ) {
+        zero(cells);
+        for (i, g) in gs.iter().enumerate() {
+            self.spread_group(moves, first + i, g, cells);
         }
     }
 
-    /// `w = M⁻¹ Jᵀ γ` from the groups' `products` ([`Kernel::products`]), bodies in
-    /// parallel (each a sum over its links); `w` holds every body but the ground.
-    fn body_velocities(&self, products: &[Products<T>], w: &mut [Record<T>]) {
+    /// Adds group `gi`'s products `J_{k,s}ᵀ γ_k` at `γ` = `g` into its targets among
+    /// `cells` (its part's): transposed from the lanes to a block's 12 values in
+    /// registers ([`Moves`]), then added 6 values per side and block.
+    #[inline(always)]
+    fn spread_group<M: Moves>(
+        &self,
+        moves: M,
+        gi: usize,
+        g: &Impulses<T>,
+        cells: &mut [Record<T>],
+    ) {
+        let grp = &self.groups[gi];
+        let mut blocks = [[[T::ZERO; 6]; 2]; L];
+        T::store_products(moves, &J::transpose_times(&grp.jac, g), &mut blocks);
+        for (l, block) in blocks.iter().enumerate() {
+            for (side, targets) in block.iter().zip(&grp.targets) {
+                if targets[l] == NONE {
+                    continue;
+                }
+                let cell = &mut cells[targets[l] as usize].v;
+                for c in 0..6 {
+                    cell[c] += side[c];
+                }
+            }
+        }
+    }
+
+    /// `w = M⁻¹ Jᵀ γ` from the cells `acc` ([`Kernel::spread_part`]), bodies in parallel
+    /// (each the sum of its cells in part order); `w` holds every body but the ground.
+    fn body_velocities(&self, acc: &[Record<T>], w: &mut [Record<T>]) {
         w.par_chunks_mut(CHUNK * L).enumerate().for_each(|(c, ws)| {
             self.isa.run(BodyChunk {
                 kernel: self,
                 first: c * CHUNK * L,
                 ws,
-                products,
+                acc,
             })
         });
     }
@@ -430,37 +595,28 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         moves: M,
         first: usize,
         ws: &mut [Record<T>],
-        products: &[Products<T>],
+        acc: &[Record<T>],
     ) {
         for (i, wb) in ws.iter_mut().enumerate() {
             let b = first + i;
-            if let Some(ahead) = self.links_of(b + AHEAD_BODIES) {
-                for &link in ahead {
-                    moves.prefetch(&products[link as usize / 2][link as usize % 2]);
+            if let Some(ahead) = self.spread.cells_of(b + AHEAD_BODIES) {
+                for &cell in ahead {
+                    moves.prefetch(&acc[cell as usize]);
                 }
             }
-            let mut acc = [T::ZERO; 6];
-            let links = self.links_of(b).expect("a body of the pass");
-            for &link in links {
-                // `2 · kernel block + side`.
-                let p = &products[link as usize / 2][link as usize % 2];
+            let mut sum = [T::ZERO; 6];
+            let cells = self.spread.cells_of(b).expect("a body of the pass");
+            for &cell in cells {
+                let v = &acc[cell as usize].v;
                 for c in 0..6 {
-                    acc[c] += p[c];
+                    sum[c] += v[c];
                 }
             }
             let m = &self.inv_mass[b];
             for c in 0..6 {
-                wb.v[c] = lanes::flushed(acc[c] * m[c]);
+                wb.v[c] = lanes::flushed(sum[c] * m[c]);
             }
         }
-    }
-
-    /// The links (`2 · kernel block + side`) of body `b`, if there is such a body (the
-    /// ground has none).
-    #[inline(always)]
-    fn links_of(&self, b: usize) -> Option<&[u32]> {
-        let end = *self.link_ptr.get(b + 1)?;
-        Some(&self.links[self.link_ptr[b] as usize..end as usize])
     }
 
     /// The velocities `u` and model velocities `û` of group `gi` at `γ` = `g`:
@@ -559,33 +715,38 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         let grp = &self.groups[gi];
         let (u, u_hat) = self.velocity(moves, gi, g, w);
         let unit = Self::step(cone, g, &u_hat, &[T::ONE; L]);
-        let mut eta = grp.eta;
-        let mut inv_eta = [T::ONE; L];
-        for l in 0..L {
-            eta[l] = if eta[l] > T::ZERO { eta[l] } else { T::ONE };
-            inv_eta[l] = T::ONE / eta[l];
+        sums.add(g, &u, &unit);
+        if self.velocity_residual {
+            let mut eta = grp.eta;
+            let mut inv_eta = [T::ONE; L];
+            for l in 0..L {
+                eta[l] = if eta[l] > T::ZERO { eta[l] } else { T::ONE };
+                inv_eta[l] = T::ONE / eta[l];
+            }
+            let scaled = Self::step(cone, g, &u_hat, &eta);
+            sums.add_velocity(g, &scaled, &inv_eta);
         }
-        let scaled = Self::step(cone, g, &u_hat, &eta);
-        sums.add(g, &u, &unit, &scaled, &inv_eta);
         u_hat
     }
 
-    /// The Jacobi step of the groups `gs` (from group `first`) into `out`, their products
-    /// into `prods`; returns the residual sums at `gs`.
+    /// The Jacobi step of the groups `gs` (from group `first`, one part) into `out`, their
+    /// products spread into the part's `cells` ([`Kernel::spread_group`], zeroed first);
+    /// returns the residual sums at `gs`, added in `f64` every [`CHUNK`] groups.
     #[inline(always)]
-    fn jacobi_chunk<M: Moves>(&self, moves: M, task: JacobiChunk<'_, T, J>) -> Sums {
-        let JacobiChunk {
+    fn jacobi_part<M: Moves>(&self, moves: M, task: JacobiPart<'_, T, J>) -> Sums {
+        let JacobiPart {
             first,
             gs,
             out,
-            prods,
+            cells,
             w,
             omega,
             ..
         } = task;
+        zero(cells);
+        let mut total = Sums::default();
         let mut sums = LaneSums::ZERO;
-        let groups = out.iter_mut().zip(prods.chunks_exact_mut(L)).zip(gs);
-        for (i, ((o, p), g)) in groups.enumerate() {
+        for (i, (o, g)) in out.iter_mut().zip(gs).enumerate() {
             let gi = first + i;
             self.prefetch(moves, gi, w);
             let grp = &self.groups[gi];
@@ -593,10 +754,13 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             let u_hat = self.measure(moves, gi, &cone, g, w, &mut sums);
             let s = lanes::mul([omega; L], grp.eta);
             *o = Self::step(&cone, g, &u_hat, &s);
-            let p = p.try_into().expect("a group's blocks");
-            T::store_products(moves, &J::transpose_times(&grp.jac, o), p);
+            self.spread_group(moves, gi, o, cells);
+            if (i + 1) % CHUNK == 0 {
+                total = total.merge(sums.total());
+                sums = LaneSums::ZERO;
+            }
         }
-        sums.total()
+        total.merge(sums.total())
     }
 
     /// The coloured Gauss–Seidel step of the groups `gs` (from group `first`, one colour,
@@ -672,26 +836,27 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
 
     /// One pass over the groups at `gamma` with body velocities `w = M⁻¹ Jᵀ γ`: the
     /// residual sums, the Jacobi step `next_k = Π(γ_k − ω η_k û_k)` and its products
-    /// `J_{k,s}ᵀ next_k` (at `2 k + s`).
+    /// `J_{k,s}ᵀ next_k` spread into the cells `acc` ([`Spread`]).
     fn jacobi_pass(
         &self,
         gamma: &[Impulses<T>],
         w: &[Record<T>],
         omega: T,
-        (next, products): JacobiOut<'_, T>,
+        (next, acc): JacobiOut<'_, T>,
     ) -> Sums {
+        let part = self.spread.part;
         let parts: Vec<Sums> = next
-            .par_chunks_mut(CHUNK)
-            .zip(products.par_chunks_mut(CHUNK * L))
-            .zip(gamma.par_chunks(CHUNK))
+            .par_chunks_mut(part)
+            .zip(gamma.par_chunks(part))
+            .zip(self.spread.parts(acc).into_par_iter())
             .enumerate()
-            .map(|(c, ((out, prods), gs))| {
-                self.isa.run(JacobiChunk {
+            .map(|(c, ((out, gs), cells))| {
+                self.isa.run(JacobiPart {
                     kernel: self,
-                    first: c * CHUNK,
+                    first: c * part,
                     gs,
                     out,
-                    prods,
+                    cells,
                     w,
                     omega,
                 })
@@ -764,7 +929,7 @@ struct BodyChunk<'a, T: Lane, J: Rows<T>> {
     kernel: &'a Kernel<T, J>,
     first: usize,
     ws: &'a mut [Record<T>],
-    products: &'a [Products<T>],
+    acc: &'a [Record<T>],
 }
 
 impl<T: Lane, J: Rows<T>> Task for BodyChunk<'_, T, J> {
@@ -772,28 +937,45 @@ impl<T: Lane, J: Rows<T>> Task for BodyChunk<'_, T, J> {
 
     #[inline(always)]
     fn run<M: Moves>(self, moves: M) {
-        self.kernel
-            .body_chunk(moves, self.first, self.ws, self.products)
+        self.kernel.body_chunk(moves, self.first, self.ws, self.acc)
     }
 }
 
-/// A chunk of the Jacobi pass ([`Kernel::jacobi_chunk`]).
-struct JacobiChunk<'a, T: Lane, J: Rows<T>> {
+/// A part of the spread of an iterate's products ([`Kernel::spread_part`]).
+struct SpreadPart<'a, T: Lane, J: Rows<T>> {
+    kernel: &'a Kernel<T, J>,
+    first: usize,
+    gs: &'a [Impulses<T>],
+    cells: &'a mut [Record<T>],
+}
+
+impl<T: Lane, J: Rows<T>> Task for SpreadPart<'_, T, J> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run<M: Moves>(self, moves: M) {
+        self.kernel
+            .spread_part(moves, self.first, self.gs, self.cells)
+    }
+}
+
+/// A part of the Jacobi pass ([`Kernel::jacobi_part`]).
+struct JacobiPart<'a, T: Lane, J: Rows<T>> {
     kernel: &'a Kernel<T, J>,
     first: usize,
     gs: &'a [Impulses<T>],
     out: &'a mut [Impulses<T>],
-    prods: &'a mut [Products<T>],
+    cells: &'a mut [Record<T>],
     w: &'a [Record<T>],
     omega: T,
 }
 
-impl<T: Lane, J: Rows<T>> Task for JacobiChunk<'_, T, J> {
+impl<T: Lane, J: Rows<T>> Task for JacobiPart<'_, T, J> {
     type Output = Sums;
 
     #[inline(always)]
     fn run<M: Moves>(self, moves: M) -> Sums {
-        self.kernel.jacobi_chunk(moves, self)
+        self.kernel.jacobi_part(moves, self)
     }
 }
 
@@ -882,28 +1064,27 @@ fn run<T: Lane, J: Rows<T>>(job: &Job) -> Report {
         groups,
     } = job;
     let eta = block_steps(sys, settings.block_step);
-    let kernel = Kernel::<T, J>::new(sys, f, groups, &eta, settings.friction);
+    let kernel = Kernel::<T, J>::new(sys, f, groups, &eta, settings);
     let omega = T::from_f64(omega);
     let gamma0 = initial_iterate(sys, settings);
     let mut cur = kernel.gather(sys, &gamma0);
     let mut next = cur.clone();
     let mut w = vec![Record::new([T::ZERO; W]); kernel.inv_mass.len()];
     let bodies = w.len() - 1;
-    let mut products = vec![[[T::ZERO; 6]; 2]; cur.len() * L];
-    kernel.products(&cur, &mut products);
-    kernel.body_velocities(&products, &mut w[..bodies]);
+    let mut acc = vec![Record::new([T::ZERO; W]); kernel.spread.cells()];
+    kernel.velocities_at(&cur, &mut acc, &mut w[..bodies]);
     let jacobi = sweep == Sweep::Jacobi;
     // The coloured sweep updates `w` in place, block by block: atomic cells.
     let shared = (!jacobi).then(|| Shared::<T>(w.iter().map(|r| r.v.map(T::atomic)).collect()));
     // A pass measures the residual at `cur` and writes the next iterate into `next`.
     let pass = |cur: &[Impulses<T>],
                 next: &mut [Impulses<T>],
-                products: &mut [Products<T>],
+                acc: &mut [Record<T>],
                 w: &[Record<T>]| match &shared {
-        None => kernel.jacobi_pass(cur, w, omega, (next, products)),
+        None => kernel.jacobi_pass(cur, w, omega, (next, acc)),
         Some(shared) => kernel.colored_pass(cur, w, shared, omega, next),
     };
-    let sums = pass(&cur, &mut next, &mut products, &w);
+    let sums = pass(&cur, &mut next, &mut acc, &w);
     let (mut progress, mut status) = Progress::new(settings, &gamma0, sums.residual(kernel.r_norm));
     if settings.max_iter == 0 && status.is_none() {
         status = Some(Status::MaxIterations);
@@ -915,12 +1096,12 @@ fn run<T: Lane, J: Rows<T>>(job: &Job) -> Report {
         }
         std::mem::swap(&mut cur, &mut next);
         match &shared {
-            // The last pass left `J_{k,s}ᵀ next_k` in `products`.
-            None => kernel.body_velocities(&products, &mut w[..bodies]),
+            // The last pass left `J_{k,s}ᵀ next_k` in the cells.
+            None => kernel.body_velocities(&acc, &mut w[..bodies]),
             // And the cells hold `w` at `next`.
             Some(shared) => kernel.unshare(shared, &mut w[..bodies]),
         }
-        let sums = pass(&cur, &mut next, &mut products, &w);
+        let sums = pass(&cur, &mut next, &mut acc, &w);
         let passes = if jacobi { 1 } else { 2 };
         let res = sums.residual(kernel.r_norm);
         let improved;
@@ -941,18 +1122,39 @@ fn run<T: Lane, J: Rows<T>>(job: &Job) -> Report {
     progress.report(name, sys, status, gamma, residual)
 }
 
+/// The number of accumulator cells ([`Spread`]) of the kernel of `f` with the blocks in
+/// the order of `colours`.
+fn spread_cells(f: &FactoredOperator, colours: &[&[usize]]) -> usize {
+    let ground = f.bodies() as u32;
+    let mut bodies = Vec::new();
+    for c in colours {
+        for blocks in c.chunks(L) {
+            let mut grp = [[ground; L]; 2];
+            for (l, &k) in blocks.iter().enumerate() {
+                for (s, &b) in f.block_bodies(k).iter().enumerate() {
+                    grp[s][l] = b as u32;
+                }
+            }
+            bodies.push(grp);
+        }
+    }
+    Spread::new(&bodies, f.bodies()).0.cells()
+}
+
 /// The bytes one iteration of the kernel moves on `sys` in `precision`, with the rows'
 /// encoding (`compact` or `full`) ([`super::traffic`]), `None` for a system that is not
 /// factored. Blocks are counted in whole groups (padding included). Jacobi: the body pass
-/// (per body its link range, `M⁻¹` and `w` written; per link its entry and the block's
-/// product `J_{k,s}ᵀ γ_k`), then per block its record, the gathers of `w` (the 6 values
-/// of a body's 8 in 16-byte pieces, [`super::moves`]: 8 values in `f32`, 6 in `f64`), the
-/// new `γ_k` and its two products written. The minimum of the
+/// (per body its cell range, `M⁻¹` and `w` written; per accumulator cell its index and 6
+/// values read, [`Spread`]), then per block its record (with its 2 cell targets), the
+/// gathers of `w` (the 6 values of a body's 8 in 16-byte pieces, [`super::moves`]: 8
+/// values in `f32`, 6 in `f64`) and the new `γ_k` written, per link (block and body) its
+/// product added into a cell (6 values read, 6 written), per cell its 8 values zeroed.
+/// The minimum of the
 /// encoding, for comparison: the record, `γ_k` read and written, and per body `M⁻¹` and
 /// `w` written once and read once (`8 + (VALUES + 11) t` per block plus `18 t` per body:
 /// 312 B in `f64` and 160 B in `f32` on the compact rows of a cubic packing, 3 contacts
 /// per body); the model adds the gathers (2 bodies per block, mostly cache hits) and
-/// the products (12 written per block, 6 read per link). The coloured sweep: the copy of
+/// the cells (mostly cache hits too). The coloured sweep: the copy of
 /// the cells `w` into plain values (per body 6 read, 6 written); per block its record,
 /// the gathers of `w` twice (the plain values for the residual in pieces, the cells for
 /// the step value by value) and the new `γ_k`; per link `M⁻¹` and `w` read and `w`
@@ -983,18 +1185,21 @@ pub(crate) fn traffic(
     // Per block: bodies (8), J, r, γ, η, μ, compliance, the w gathers of both sides (the
     // 6 values of a body in 16-byte pieces).
     let gathers = 2 * u64::div_ceil(6 * t, 16) * 16;
-    let record = 8 + values * t + 3 * t + 3 * t + 2 * t + comp + gathers;
+    let record = 8 + 8 + values * t + 3 * t + 3 * t + 2 * t + comp + gathers;
     let terms = match sweep {
-        Sweep::Jacobi => vec![
-            Term {
-                what: "M⁻¹Jᵀγ",
-                bytes: bodies * (4 + 12 * t) + links * (4 + 6 * t),
-            },
-            Term {
-                what: "Jw, residual, projection, Jᵀγ",
-                bytes: blocks * (record + 3 * t + 12 * t),
-            },
-        ],
+        Sweep::Jacobi => {
+            let cells = spread_cells(f, colours) as u64;
+            vec![
+                Term {
+                    what: "M⁻¹Jᵀγ",
+                    bytes: bodies * (4 + 12 * t) + cells * (4 + 6 * t),
+                },
+                Term {
+                    what: "Jw, residual, projection, Jᵀγ",
+                    bytes: blocks * (record + 3 * t) + links * 12 * t + cells * W as u64 * t,
+                },
+            ]
+        }
         Sweep::Colored => vec![
             Term {
                 what: "w copy",
@@ -1010,4 +1215,72 @@ pub(crate) fn traffic(
         encoding: Some(encoding),
         terms,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_link_reaches_one_cell_of_its_body_in_its_part() {
+        // 700 groups (6 parts of 128) on 50 bodies, some sides on the ground.
+        let (n_bodies, ground) = (50usize, 50u32);
+        let bodies: Vec<[[u32; L]; 2]> = (0..700)
+            .map(|g| {
+                std::array::from_fn(|s| {
+                    std::array::from_fn(|l| {
+                        let k = g * L + l;
+                        if s == 1 && k % 7 == 0 {
+                            ground
+                        } else {
+                            ((k * (3 + 4 * s)) % n_bodies) as u32
+                        }
+                    })
+                })
+            })
+            .collect();
+        let (spread, targets) = Spread::new(&bodies, n_bodies);
+        assert_eq!(spread.part, CHUNK);
+        assert_eq!(spread.sizes.len(), 6);
+        let starts: Vec<usize> = spread
+            .sizes
+            .iter()
+            .scan(0, |at, &n| {
+                *at += n;
+                Some(*at - n)
+            })
+            .collect();
+        // Spread one unit per link: each body's cells then sum to its number of links.
+        let mut acc = vec![0u32; spread.cells()];
+        let mut links = vec![0u32; n_bodies];
+        for (g, (grp_bodies, grp_targets)) in bodies.iter().zip(&targets).enumerate() {
+            let p = g / spread.part;
+            for s in 0..2 {
+                for l in 0..L {
+                    let (b, t) = (grp_bodies[s][l], grp_targets[s][l]);
+                    if b == ground {
+                        assert_eq!(t, NONE);
+                        continue;
+                    }
+                    assert!((t as usize) < spread.sizes[p]);
+                    acc[starts[p] + t as usize] += 1;
+                    links[b as usize] += 1;
+                }
+            }
+        }
+        for b in 0..n_bodies {
+            let cells = spread.cells_of(b).unwrap();
+            let sum: u32 = cells.iter().map(|&c| acc[c as usize]).sum();
+            assert_eq!(sum, links[b], "body {b}");
+            // One cell per part that touches the body, in part order, none empty.
+            assert!(cells.windows(2).all(|w| w[0] < w[1]), "body {b}: {cells:?}");
+            assert!(cells.iter().all(|&c| acc[c as usize] > 0), "body {b}");
+            let parts: Vec<usize> = cells
+                .iter()
+                .map(|&c| starts.iter().rposition(|&s| s <= c as usize).unwrap())
+                .collect();
+            assert!(parts.windows(2).all(|w| w[0] < w[1]), "body {b}: {parts:?}");
+        }
+        assert_eq!(spread.cells_of(n_bodies), None);
+    }
 }
