@@ -549,8 +549,8 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     }
 
     /// Adds group `gi`'s products `J_{k,s}ᵀ γ_k` at `γ` = `g` into its targets among
-    /// `cells` (its part's): transposed from the lanes to a block's 12 values in
-    /// registers ([`Moves`]), then added 6 values per side and block.
+    /// `cells` (its part's): transposed from the lanes to a block's 16 values in
+    /// registers ([`Moves`]), then added a side's record at a time.
     #[inline(always)]
     fn spread_group<M: Moves>(
         &self,
@@ -560,15 +560,16 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         cells: &mut [Record<T>],
     ) {
         let grp = &self.groups[gi];
-        let mut blocks = [[[T::ZERO; 6]; 2]; L];
+        let mut blocks = [[[T::ZERO; W]; 2]; L];
         T::store_products(moves, &J::transpose_times(&grp.jac, g), &mut blocks);
         for (l, block) in blocks.iter().enumerate() {
             for (side, targets) in block.iter().zip(&grp.targets) {
                 if targets[l] == NONE {
                     continue;
                 }
+                // All `W` values (the padding adds zeros): one vector add of the record.
                 let cell = &mut cells[targets[l] as usize].v;
-                for c in 0..6 {
+                for c in 0..W {
                     cell[c] += side[c];
                 }
             }

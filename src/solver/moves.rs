@@ -1,14 +1,15 @@
 //! Moves between the CPU kernel's records and its lanes (issue 16): the gather of `L`
 //! bodies' velocities `w` (a record of [`W`] values per body) into 6 lane vectors, and the
-//! store of `L` blocks' products `J_{k,s}ᵀ γ_k` from 12 lane vectors into each block's 12
-//! values ([`Products`]). Both are transposes of an `L × 6` (or `L × 12`) matrix. Written
+//! store of `L` blocks' products `J_{k,s}ᵀ γ_k` from 12 lane vectors into each block's 16
+//! values ([`Products`]: two records of 8, padded with zeros). Both are transposes of an
+//! `L × 6` (or `L × 16`) matrix. Written
 //! as plain loops, LLVM compiles them into one scalar insert or extract per value (96 per
 //! gather of a group's two sides), and these moves, not the arithmetic, set the cost of a
 //! block in `f32`. Under AVX2 they are in-register transposes of 128-bit pieces of the
 //! records, through `pulp`'s safe intrinsics ([`Moves`] for [`V3`]): per group and side,
 //! 8 loads and 8 inserts of 128 bits and 12 shuffles (`f32`) or 12 inserts and 12 shuffles
-//! (`f64`) gather `w`; 24 shuffles and 24 stores of 128 bits (`f32`) or 24 shuffles and
-//! 48 stores (`f64`) store the products. Elsewhere the plain loops run ([`Portable`]).
+//! (`f64`) gather `w`; 32 shuffles and 32 stores of 128 bits (`f32`) or 32 shuffles and
+//! 64 stores (`f64`) store the products. Elsewhere the plain loops run ([`Portable`]).
 //!
 //! [`Isa::run`] runs a kernel task ([`Task`]) with the moves of the machine, under the
 //! instruction set they need (`pulp`'s `vectorize`: the task, `#[inline(always)]`, is
@@ -56,8 +57,9 @@ pub(crate) struct Align32;
 #[repr(align(64))]
 pub(crate) struct Align64;
 
-/// A block's products `J_{k,s}ᵀ γ_k`, side `s` then component: 12 contiguous values.
-pub(crate) type Products<T> = [[T; 6]; 2];
+/// A block's products `J_{k,s}ᵀ γ_k`, side `s` then component, each side padded to [`W`]
+/// values (zeros) as a body's record is: 16 contiguous values.
+pub(crate) type Products<T> = [[T; W]; 2];
 
 /// The gathers and stores of one instruction set, for each precision.
 pub(crate) trait Moves: Copy {
@@ -133,8 +135,8 @@ fn gather_plain<T: Real>(rows: [&[T; W]; L]) -> [Lanes<T>; 6] {
 fn store_plain<T: Real>(v: &Velocities<T>, out: &mut [Products<T>; L]) {
     for (l, block) in out.iter_mut().enumerate() {
         for s in 0..2 {
-            for c in 0..6 {
-                block[s][c] = v[s][c][l];
+            for c in 0..W {
+                block[s][c] = if c < 6 { v[s][c][l] } else { T::ZERO };
             }
         }
     }
@@ -219,12 +221,15 @@ impl Moves for V3 {
     fn store_f32(self, v: &Velocities<f32>, out: &mut [Products<f32>; L]) {
         let avx = self.avx;
         let v = &fence(*v);
-        // The 12 components of a block, side then component, in 3 quarters of 4.
-        for q in 0..3 {
+        // The 16 values of a block, side then component (6 and 7 the padding), in 4
+        // quarters of 4.
+        for q in 0..4 {
             let mut x = [avx._mm256_setzero_ps(); 4];
             for (k, xk) in x.iter_mut().enumerate() {
                 let c = 4 * q + k;
-                *xk = pulp::cast(v[c / 6][c % 6]);
+                if c % W < 6 {
+                    *xk = pulp::cast(v[c / W][c % W]);
+                }
             }
             let x = transpose4(self, x);
             for (i, xi) in x.into_iter().enumerate() {
@@ -232,8 +237,8 @@ impl Moves for V3 {
                     avx._mm256_castps256_ps128(xi),
                     avx._mm256_extractf128_ps::<1>(xi),
                 );
-                bytemuck::cast_mut::<_, [[f32; 4]; 3]>(&mut out[i])[q] = pulp::cast(low);
-                bytemuck::cast_mut::<_, [[f32; 4]; 3]>(&mut out[i + 4])[q] = pulp::cast(high);
+                bytemuck::cast_mut::<_, [[f32; 4]; 4]>(&mut out[i])[q] = pulp::cast(low);
+                bytemuck::cast_mut::<_, [[f32; 4]; 4]>(&mut out[i + 4])[q] = pulp::cast(high);
             }
         }
     }
@@ -242,11 +247,13 @@ impl Moves for V3 {
     fn store_f64(self, v: &Velocities<f64>, out: &mut [Products<f64>; L]) {
         let avx = self.avx;
         let v = &fence(*v);
-        // The 12 components of a block in 6 pairs.
-        for p in 0..6 {
+        // The 16 values of a block (6 and 7 of each side the padding) in 8 pairs.
+        let zero = [0.0; L];
+        for p in 0..8 {
             let (c, d) = (2 * p, 2 * p + 1);
-            let a: [__m256d; 2] = pulp::cast(v[c / 6][c % 6]);
-            let b: [__m256d; 2] = pulp::cast(v[d / 6][d % 6]);
+            let at = |c: usize| if c % W < 6 { &v[c / W][c % W] } else { &zero };
+            let a: [__m256d; 2] = pulp::cast(*at(c));
+            let b: [__m256d; 2] = pulp::cast(*at(d));
             for quad in 0..2 {
                 let i = 4 * quad;
                 let lo = avx._mm256_unpacklo_pd(a[quad], b[quad]);
@@ -258,7 +265,7 @@ impl Moves for V3 {
                     avx._mm256_extractf128_pd::<1>(hi),
                 ];
                 for (j, half) in halves.into_iter().enumerate() {
-                    bytemuck::cast_mut::<_, [[f64; 2]; 6]>(&mut out[i + j])[p] = pulp::cast(half);
+                    bytemuck::cast_mut::<_, [[f64; 2]; 8]>(&mut out[i + j])[p] = pulp::cast(half);
                 }
             }
         }
@@ -394,11 +401,11 @@ mod tests {
             std::array::from_fn(|c| std::array::from_fn(|l| (100 * s + 10 * c + l) as f32))
         });
         let v64 = v32.map(|side| side.map(|c| c.map(f64::from)));
-        let (mut got32, mut want32) = ([[[0.0; 6]; 2]; L], [[[0.0; 6]; 2]; L]);
+        let (mut got32, mut want32) = ([[[1.0; W]; 2]; L], [[[0.0; W]; 2]; L]);
         moves.store_f32(&v32, &mut got32);
         store_plain(&v32, &mut want32);
         assert_eq!(got32, want32);
-        let (mut got64, mut want64) = ([[[0.0; 6]; 2]; L], [[[0.0; 6]; 2]; L]);
+        let (mut got64, mut want64) = ([[[1.0; W]; 2]; L], [[[0.0; W]; 2]; L]);
         moves.store_f64(&v64, &mut got64);
         store_plain(&v64, &mut want64);
         assert_eq!(got64, want64);
