@@ -1269,10 +1269,10 @@ mod tests {
                 }
             }
         }
-        for b in 0..n_bodies {
+        for (b, &count) in links.iter().enumerate() {
             let cells = spread.cells_of(b).unwrap();
             let sum: u32 = cells.iter().map(|&c| acc[c as usize]).sum();
-            assert_eq!(sum, links[b], "body {b}");
+            assert_eq!(sum, count, "body {b}");
             // One cell per part that touches the body, in part order, none empty.
             assert!(cells.windows(2).all(|w| w[0] < w[1]), "body {b}: {cells:?}");
             assert!(cells.iter().all(|&c| acc[c as usize] > 0), "body {b}");
