@@ -37,7 +37,8 @@ use faer::{Conj, MatMut, Par, Side};
 use super::cones::{Kind, Scaling};
 use super::ordering::nested_dissection;
 use super::standard::Standard;
-use super::tree::TreeSolve;
+use super::supernodal::{Regularization, SupernodalLdlt};
+use super::tree::{Tree, TreeSolve};
 use crate::error::{Error, Result};
 
 /// The pattern of a KKT matrix (upper triangle, column-compressed) and its symbolic
@@ -119,8 +120,11 @@ struct SparseLdlt {
     /// faer's parallelism: rayon's pool (supernodal factorization and solves) from
     /// [`PARALLEL_DIM`] unknowns, sequential below.
     par: Par,
-    /// The solves in parallel over the tree ([`TreeSolve`]), where the factorization runs
-    /// on rayon's pool and is supernodal with a tree that splits.
+    /// The factorization in parallel over the tree ([`SupernodalLdlt`]), where it runs on
+    /// rayon's pool and is supernodal with a tree that splits.
+    parallel: Option<Box<SupernodalLdlt>>,
+    /// The solves in parallel over the tree ([`TreeSolve`]), where the factor also holds at
+    /// least [`TREE_ENTRIES`] entries.
     tree: Option<Box<TreeSolve>>,
 }
 
@@ -248,19 +252,34 @@ impl Kkt {
             let req = symbolic
                 .factorize_numeric_ldlt_scratch::<f64>(par, Default::default())
                 .or(symbolic.solve_in_place_scratch::<f64>(1, par));
-            let tree = match symbolic.raw() {
-                SymbolicCholeskyRaw::Supernodal(s)
-                    if par != Par::Seq && symbolic.len_val() >= TREE_ENTRIES =>
-                {
-                    TreeSolve::new(s, symbolic.perm()).map(Box::new)
+            let (mut parallel, mut tree) = (None, None);
+            if let (SymbolicCholeskyRaw::Supernodal(s), false) = (symbolic.raw(), par == Par::Seq) {
+                if let Some(split) = Tree::new(s) {
+                    let signs = signs(n, dim);
+                    let regularization = Regularization {
+                        signs: &signs,
+                        epsilon: DYNAMIC_EPS,
+                        delta: DYNAMIC_DELTA,
+                    };
+                    parallel = Some(Box::new(SupernodalLdlt::new(
+                        s,
+                        symbolic.perm(),
+                        &split,
+                        &col_ptr,
+                        &row_idx,
+                        &regularization,
+                    )));
+                    if symbolic.len_val() >= TREE_ENTRIES {
+                        tree = Some(Box::new(TreeSolve::new(s, symbolic.perm(), &split)));
+                    }
                 }
-                _ => None,
-            };
+            }
             Factor::Sparse(SparseLdlt {
                 l_vals: vec![0.0; symbolic.len_val()],
                 symbolic,
                 mem: MemBuffer::new(req),
                 par,
+                parallel,
                 tree,
             })
         };
@@ -275,7 +294,7 @@ impl Kkt {
             vals: vec![0.0; nnz],
             scale: vec![1.0; dim],
             fact_vals: vec![0.0; nnz],
-            signs: (0..dim).map(|i| if i < n { 1 } else { -1 }).collect(),
+            signs: signs(n, dim),
             factor,
             ruiz: std::array::from_fn(|_| vec![0.0; dim]),
             work: std::array::from_fn(|_| vec![0.0; dim]),
@@ -321,6 +340,11 @@ impl Kkt {
         }
         let dim = self.scale.len();
         match &mut self.factor {
+            Factor::Sparse(SparseLdlt {
+                parallel: Some(p),
+                l_vals,
+                ..
+            }) => p.factor(&self.fact_vals, l_vals)?,
             Factor::Sparse(f) => {
                 let pattern = SymbolicSparseColMatRef::new_checked(
                     dim,
@@ -460,6 +484,12 @@ impl Kkt {
     }
 }
 
+/// The expected signs of the pivots of a KKT matrix of `n` unknowns `x` and `dim` in all:
+/// `+` for `x`, `−` for `z`.
+fn signs(n: usize, dim: usize) -> Vec<i8> {
+    (0..dim).map(|i| if i < n { 1 } else { -1 }).collect()
+}
+
 /// `y = K x` for the symmetric `K` whose upper triangle is (`col_ptr`, `row_idx`, `vals`).
 fn symmetric_product(col_ptr: &[usize], row_idx: &[usize], vals: &[f64], x: &[f64], y: &mut [f64]) {
     y.fill(0.0);
@@ -500,7 +530,7 @@ fn analyse(col_ptr: &[usize], row_idx: &[usize]) -> Result<SymbolicCholesky<usiz
 
 /// faer's symbolic factorization of the pattern (`col_ptr`, `row_idx`) (upper triangle)
 /// under `ordering`.
-fn symbolic_under(
+pub(super) fn symbolic_under(
     col_ptr: &[usize],
     row_idx: &[usize],
     ordering: SymmetricOrdering<'_, usize>,
@@ -605,11 +635,11 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 #[cfg(test)]
-mod tests_support {
+pub(super) mod tests_support {
     /// The upper triangle (column-compressed) of the 7-point Laplacian plus identity on an
     /// `n³` grid: the graph of a pile in three dimensions, where nested dissection is known
     /// to leave less fill than minimum degree.
-    pub(super) fn grid(n: usize) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+    pub(crate) fn grid(n: usize) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
         let id = |x: usize, y: usize, z: usize| (z * n + y) * n + x;
         let (mut col_ptr, mut row_idx, mut vals) = (vec![0], Vec::new(), Vec::new());
         for z in 0..n {
@@ -745,7 +775,8 @@ mod tests {
             let SymbolicCholeskyRaw::Supernodal(s) = symbolic.raw() else {
                 panic!("a supernodal factor")
             };
-            let mut tree = TreeSolve::new(s, symbolic.perm()).expect("a tree that splits");
+            let split = Tree::new(s).expect("a tree that splits");
+            let mut tree = TreeSolve::new(s, symbolic.perm(), &split);
             let mut got = rhs(dim);
             tree.solve(s, &l_vals, &mut got);
             let err = got

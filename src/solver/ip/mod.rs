@@ -31,6 +31,7 @@ mod ordering;
 mod polish;
 mod skew;
 mod standard;
+mod supernodal;
 mod tree;
 
 use std::time::Instant;

@@ -131,17 +131,27 @@ struct Node<'a> {
     pattern: &'a [usize],
 }
 
-impl TreeSolve {
-    /// The split of `symbolic`'s tree (`perm` its fill-reducing permutation), or `None` when
-    /// the tree does not split into at least two tasks.
-    pub(crate) fn new(
-        symbolic: &SymbolicSupernodalCholesky<usize>,
-        perm: Option<PermRef<'_, usize>>,
-    ) -> Option<TreeSolve> {
+/// The split of a supernodal factor's elimination tree into independent subtrees (the
+/// *tasks*) and the supernodes above them (the *top*), shared by the solves and the
+/// factorization (`supernodal.rs`).
+pub(crate) struct Tree {
+    /// The supernodes in postorder (children in increasing order).
+    pub(crate) order: Vec<usize>,
+    /// The tasks: contiguous ranges of `order`, in order.
+    pub(crate) tasks: Vec<Range<usize>>,
+    /// The top supernodes, in postorder.
+    pub(crate) top: Vec<usize>,
+}
+
+impl Tree {
+    /// The split of `symbolic`'s tree, or `None` when it does not split into at least two
+    /// tasks: the heaviest subtree (by its factor entries) split at its root while it holds
+    /// more than [`PARTS`]⁻¹ of the entries, then neighbouring subtrees merged into a task
+    /// while it stays that light.
+    pub(crate) fn new(symbolic: &SymbolicSupernodalCholesky<usize>) -> Option<Tree> {
         let n_super = symbolic.n_supernodes();
         let begin = symbolic.supernode_begin();
         let end = symbolic.supernode_end();
-        let n = symbolic.nrows();
         let patterns = symbolic.col_ptr_for_row_idx();
         let counts = symbolic.nnz_per_super();
         let pattern = |s: usize| &symbolic.row_idx()[patterns[s]..patterns[s] + counts[s]];
@@ -167,7 +177,7 @@ impl TreeSolve {
             }
         }
         let roots: Vec<usize> = (0..n_super).filter(|&s| parent[s].is_none()).collect();
-        // The postorder (children in increasing order), with each subtree's first position.
+        // The postorder, with each subtree's first position.
         let mut order = Vec::with_capacity(n_super);
         let mut first = vec![0; n_super];
         let mut stack: Vec<(usize, usize)> = roots.iter().rev().map(|&r| (r, 0)).collect();
@@ -183,10 +193,70 @@ impl TreeSolve {
             }
         }
         let mut position = vec![0; n_super];
-        let mut start = vec![0; n_super];
-        let mut row = 0;
         for (k, &s) in order.iter().enumerate() {
             position[s] = k;
+        }
+        // Split the heaviest subtree at its root while it is too heavy.
+        let total: usize = roots.iter().map(|&s| weight[s]).sum();
+        let mut heap: BinaryHeap<(usize, usize)> = roots.iter().map(|&s| (weight[s], s)).collect();
+        let mut top = Vec::new();
+        while let Some(&(w, s)) = heap.peek() {
+            if w * PARTS <= total || children[s].is_empty() || top.len() == MAX_TOP {
+                break;
+            }
+            heap.pop();
+            top.push(s);
+            heap.extend(children[s].iter().map(|&c| (weight[c], c)));
+        }
+        let mut roots: Vec<usize> = heap.into_iter().map(|(_, s)| s).collect();
+        if roots.len() < 2 {
+            return None;
+        }
+        roots.sort_unstable_by_key(|&s| position[s]);
+        top.sort_unstable_by_key(|&s| position[s]);
+        // Neighbouring subtrees (contiguous in the postorder) share a task while it stays
+        // light: most subtrees left by the split are leaves or small.
+        let mut merged: Vec<(Range<usize>, usize)> = Vec::new();
+        for &root in &roots {
+            let range = first[root]..position[root] + 1;
+            match merged.last_mut() {
+                Some((last, w))
+                    if last.end == range.start && (*w + weight[root]) * PARTS <= total =>
+                {
+                    last.end = range.end;
+                    *w += weight[root];
+                }
+                _ => merged.push((range, weight[root])),
+            }
+        }
+        Some(Tree {
+            order,
+            tasks: merged.into_iter().map(|(r, _)| r).collect(),
+            top,
+        })
+    }
+}
+
+impl TreeSolve {
+    /// The solve over `tree`, the split of `symbolic`'s tree (`perm` its fill-reducing
+    /// permutation).
+    pub(crate) fn new(
+        symbolic: &SymbolicSupernodalCholesky<usize>,
+        perm: Option<PermRef<'_, usize>>,
+        tree: &Tree,
+    ) -> TreeSolve {
+        let n_super = symbolic.n_supernodes();
+        let begin = symbolic.supernode_begin();
+        let end = symbolic.supernode_end();
+        let n = symbolic.nrows();
+        let patterns = symbolic.col_ptr_for_row_idx();
+        let counts = symbolic.nnz_per_super();
+        let pattern = |s: usize| &symbolic.row_idx()[patterns[s]..patterns[s] + counts[s]];
+        let owner = |row: usize| begin[..n_super].partition_point(|&b| b <= row) - 1;
+        let Tree { order, tasks, top } = tree;
+        let mut start = vec![0; n_super];
+        let mut row = 0;
+        for &s in order {
             start[s] = row;
             row += end[s] - begin[s];
         }
@@ -207,24 +277,6 @@ impl TreeSolve {
         let mapped: Vec<usize> = (0..n_super)
             .flat_map(|s| pattern(s).iter().map(|&r| layout(r)).collect::<Vec<_>>())
             .collect();
-        // Split the heaviest subtree at its root while it is too heavy.
-        let total: usize = roots.iter().map(|&s| weight[s]).sum();
-        let mut heap: BinaryHeap<(usize, usize)> = roots.iter().map(|&s| (weight[s], s)).collect();
-        let mut top = Vec::new();
-        while let Some(&(w, s)) = heap.peek() {
-            if w * PARTS <= total || children[s].is_empty() || top.len() == MAX_TOP {
-                break;
-            }
-            heap.pop();
-            top.push(s);
-            heap.extend(children[s].iter().map(|&c| (weight[c], c)));
-        }
-        let mut tasks: Vec<usize> = heap.into_iter().map(|(_, s)| s).collect();
-        if tasks.len() < 2 {
-            return None;
-        }
-        tasks.sort_unstable_by_key(|&s| position[s]);
-        top.sort_unstable_by_key(|&s| position[s]);
         let top_rows: Vec<usize> = {
             let mut rows: Vec<usize> = top
                 .iter()
@@ -238,24 +290,9 @@ impl TreeSolve {
             top_index[r] = j;
         }
         let longest = |s: &[usize]| s.iter().map(|&s| counts[s]).max().unwrap_or(0);
-        // Neighbouring subtrees (contiguous in the postorder) share a task while it stays
-        // light: most subtrees left by the split are leaves or small.
-        let mut merged: Vec<(Range<usize>, usize)> = Vec::new();
-        for &root in &tasks {
-            let range = first[root]..position[root] + 1;
-            match merged.last_mut() {
-                Some((last, w))
-                    if last.end == range.start && (*w + weight[root]) * PARTS <= total =>
-                {
-                    last.end = range.end;
-                    *w += weight[root];
-                }
-                _ => merged.push((range, weight[root])),
-            }
-        }
-        let (task_rows, tasks): (Vec<Range<usize>>, Vec<Task>) = merged
-            .into_iter()
-            .map(|(supernodes, _)| {
+        let (task_rows, tasks): (Vec<Range<usize>>, Vec<Task>) = tasks
+            .iter()
+            .map(|supernodes| {
                 let nodes = &order[supernodes.clone()];
                 let (first_node, root) = (nodes[0], nodes[nodes.len() - 1]);
                 let rows = start[first_node]..start[root] + end[root] - begin[root];
@@ -270,28 +307,28 @@ impl TreeSolve {
                     tmp: vec![0.0; longest(nodes)],
                     acc: vec![0.0; halo.len()],
                     halo,
-                    supernodes,
+                    supernodes: supernodes.clone(),
                 };
                 (rows, task)
             })
             .unzip();
-        Some(TreeSolve {
+        TreeSolve {
             tasks,
-            tmp: vec![0.0; longest(&order)],
+            tmp: vec![0.0; longest(order)],
             top_values: vec![0.0; top_rows.len()],
             x: vec![0.0; n],
             layout: Layout {
                 task_rows,
                 top_rows,
                 top_index,
-                top,
-                order,
+                top: top.clone(),
+                order: order.clone(),
                 start,
                 pattern: mapped,
                 pattern_at,
                 source,
             },
-        })
+        }
     }
 
     /// Solves `A x = b` in place of `b` with the factor `L D Lᵀ = P A Pᵀ` of `symbolic`
