@@ -12,7 +12,8 @@
 //! ```
 //!
 //! the interior point's augmented system with `C` in place of `G²` (`λ = 0` is clamped to
-//! [`LAMBDA_MIN`], which pins that component of `Δz` to `−F`): one more factorization of the
+//! [`LAMBDA_MIN`], which pins that component of `Δz` to `−F`, and `λ = 1` to [`LAMBDA_MAX`],
+//! which keeps the matrix quasi-definite): one more factorization of the
 //! same pattern, no LU of `N`. From a close start on a nonsingular `W` it converges
 //! quadratically (NESpheres_10_1: `‖F‖²` 1e-12 → 4e-24 → 6e-31). Where `W` is singular and
 //! the interior point's active set is degenerate (redundant sticking contacts whose `b` is
@@ -28,6 +29,15 @@ use super::standard::Standard;
 
 /// The smallest eigenvalue of `Π'` kept (a zero eigenvalue is clamped to it).
 const LAMBDA_MIN: f64 = 1e-10;
+/// The largest eigenvalue of `Π'` kept (a unit eigenvalue is clamped to it), so that `C`
+/// is positive definite and the matrix quasi-definite: with `λ = 1` (a sticking block, a
+/// free row) `C` is zero there and, without compliance, so is the `z` block, and LDLᵀ
+/// without pivoting grows without bound on a redundant contact set — on the settled pile of
+/// 16 000 spheres the factor's entries reached 1e231–1e297 and the factorization failed
+/// (faer's and `supernodal.rs`'s alike), so the polish never ran. The clamp adds a
+/// proximal term of about `1e-8 / η` on `Δz`; from |F| 3.0e-6 there two steps then reached
+/// 8.5e-14 (`benches/RESULTS.md`, fifteenth session).
+const LAMBDA_MAX: f64 = 1.0 - 1e-8;
 /// Halvings of the step before a Newton direction is given up.
 const BACKTRACKS: usize = 4;
 
@@ -146,7 +156,7 @@ pub(crate) fn polish(
             c.fill(0.0);
             let mut w = [0.0; 3];
             for (l, v) in lambda.iter().zip(&vecs).take(d) {
-                let l = l.max(LAMBDA_MIN);
+                let l = l.clamp(LAMBDA_MIN, LAMBDA_MAX);
                 let vf: f64 = (0..d).map(|a| v[a] * point.f[r.start + a]).sum();
                 for a in 0..d {
                     w[a] += vf / l * v[a] / eta;
