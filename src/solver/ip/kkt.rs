@@ -73,12 +73,21 @@ const STATIC_REG: f64 = 1e-14;
 /// Dynamic regularization: pivots below `EPS` (or of the wrong sign) become `±DELTA`.
 const DYNAMIC_EPS: f64 = 1e-16;
 const DYNAMIC_DELTA: f64 = 1e-8;
-/// Iterative refinement: at most this many corrections, stopping at this relative residual.
+/// Iterative refinement: at most this many corrections, stopping at this relative residual
+/// (∞-norm, of the equilibrated system)...
 /// (Clarabel's rule — 1e-13, and stop when a correction gains less than 5× — saves a tenth of
 /// the time on the piles of 1000 and 4000 spheres but, with two correctors, jams the pile of
 /// 16 000 near the cone boundaries: `benches/RESULTS.md`, eleventh session.)
 const REFINE_STEPS: usize = 8;
 const REFINE_TOL: f64 = 1e-14;
+/// ...or this one on systems of at least [`PARALLEL_DIM`] unknowns, where a refinement step
+/// (a triangular solve and a product: 50 ms at 4000 spheres) costs a tenth of the
+/// factorization: the directions need no more there (the settled piles of 1000, 4000 and
+/// 16 000 spheres take the same iterations to the same answers) and most solves then take
+/// no correction (4000 spheres: 224 triangular solves → 94; `benches/RESULTS.md`, sixteenth
+/// session). On the small, singular Siconos problems the tight one stays: at 1e-10 `ip`
+/// stalls on Capsules-i103-990 at 4.2e-9.
+const REFINE_TOL_LARGE: f64 = 1e-10;
 /// The KKT size from which faer factors and solves on rayon's threads: below it the
 /// supernodes are too small to share.
 const PARALLEL_DIM: usize = 4096;
@@ -425,6 +434,11 @@ impl Kkt {
             *t = r * s;
         }
         let tnorm = target.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let tol = if target.len() >= PARALLEL_DIM {
+            REFINE_TOL_LARGE
+        } else {
+            REFINE_TOL
+        };
         y.copy_from_slice(&target);
         self.back_solve(&mut y);
         corr.fill(0.0);
@@ -441,7 +455,7 @@ impl Kkt {
                 y.iter_mut().zip(&corr).for_each(|(a, b)| *a -= b);
                 break;
             }
-            if rnorm <= REFINE_TOL * tnorm || step == REFINE_STEPS {
+            if rnorm <= tol * tnorm || step == REFINE_STEPS {
                 break;
             }
             last_norm = rnorm;

@@ -88,6 +88,17 @@ const STAGNATION_FEASIBILITY: f64 = 1e-8;
 /// needs the interior point's complementarity at 1e-12 to find the active set (a hand-over at
 /// the floor cost 1 s of polish instead of 0.01 s).
 const STAGNATION_CEILING: f64 = 1e-6;
+/// Where the Newton polish (module `newton`) finishes a solve on its own, the interior point
+/// hands over to it once its natural map is at most this and its primal and dual measures
+/// at most [`STAGNATION_FEASIBILITY`]: from there the natural map of the degenerate contacts
+/// falls like `√μ`, about 3× per iteration, and the interior point's last iterations jam at
+/// the cones' boundaries, while Newton steps converge quadratically once the active set is
+/// found (settled pile of 16 000 spheres: 26 iterations before, 17 and four Newton steps
+/// now; `benches/RESULTS.md`, sixteenth session).
+const NEWTON_HANDOVER: f64 = 1e-6;
+/// A refused hand-over ([`NEWTON_HANDOVER`]) is tried again once the natural map has fallen
+/// by this factor.
+const HANDOVER_RETRY: f64 = 0.1;
 /// The step fraction of the Coulomb fixed point's inner solves, which go to rounding level:
 /// at Clarabel's 0.99 (and 0.995) the fixed point on Siconos' Capsules-i103-990 stalls at a
 /// Siconos error of 2.5e-10 (target 1e-11).
@@ -366,31 +377,11 @@ impl IpSession {
         // itself, through the √μ tail of its degenerate contacts: its steps keep the cones
         // off their boundaries (elsewhere that cost the Capsules files 2 to 7 iterations).
         let guard = !polish::fits(sys.rows());
-        let outcome = mehrotra::iterate(std, kkt, params, max_iter, it, guard, |k, it, meas| {
-            let gamma = std.gamma(&it.z, sys.rows());
-            let u = progress::biased_velocity(sys, bias, &gamma);
-            let res = merit::residual(sys, &gamma, &u, settings.friction, eta);
-            let value = settings.criterion.of(&res);
-            history.push(value);
-            trace.push(TraceEntry {
-                iteration: k0 + k,
-                residual: value,
-                natural_map_inf: res.inf,
-                time_s: start.elapsed().as_secs_f64(),
-                products: k0 + k,
-            });
-            // A feasible iterate that meets the settings' tolerance needs no more iterations
-            // (nor a polish), unless the caller finishes the answer itself. Feasible: the
-            // relative natural map of diverging impulses (an infeasible problem) is small too.
-            // One whose natural map stagnates near the tolerance goes to the LU polish.
-            let feasible = meas.primal <= params.tol_primal && meas.dual <= params.tol_dual;
-            let stagnant = polished
-                && value <= STAGNATION_CEILING
-                && meas.primal <= STAGNATION_FEASIBILITY
-                && meas.dual <= STAGNATION_FEASIBILITY
-                && stagnates(&history);
-            stop_early && (settings.met(&res) && feasible || stagnant)
-        })?;
+        // Where the Newton polish finishes the answer (no LU polish, no skew part), the
+        // iteration hands over to it near the tolerance ([`NEWTON_HANDOVER`]); if the polish
+        // misses, the iteration goes on from where it stopped ([`HANDOVER_RETRY`]).
+        let mut handover =
+            (stop_early && params.polish && !skew && guard).then_some(NEWTON_HANDOVER);
         let rows = sys.rows();
         let value = |z: &[f64]| {
             let gamma = std.gamma(z, rows);
@@ -399,8 +390,86 @@ impl IpSession {
                 .criterion
                 .of(&merit::residual(sys, &gamma, &u, settings.friction, eta))
         };
-        let mut z = outcome.iterate.z.clone();
-        let mut polish_s = 0.0;
+        // The blocks' steps in the standard form's order, for the Newton polish.
+        let mut block_of = vec![0; rows];
+        for k in 0..sys.blocks() {
+            block_of[sys.block_range(k)].fill(k);
+        }
+        let std_eta: Vec<f64> = std
+            .blocks
+            .iter()
+            .map(|b| eta[block_of[std.row_of[b.start]]])
+            .collect();
+        let (mut it, mut done, mut polish_s) = (it, 0, 0.0);
+        let (outcome, mut z) = loop {
+            let mut handed = false;
+            let offset = k0 + done;
+            let outcome = mehrotra::iterate(
+                std,
+                kkt,
+                params,
+                max_iter - done,
+                it,
+                guard,
+                |k, it, meas| {
+                    if k == 0 && done > 0 {
+                        // The iterate the last pass stopped at, already observed.
+                        return false;
+                    }
+                    let gamma = std.gamma(&it.z, rows);
+                    let u = progress::biased_velocity(sys, bias, &gamma);
+                    let res = merit::residual(sys, &gamma, &u, settings.friction, eta);
+                    let value = settings.criterion.of(&res);
+                    history.push(value);
+                    trace.push(TraceEntry {
+                        iteration: offset + k,
+                        residual: value,
+                        natural_map_inf: res.inf,
+                        time_s: start.elapsed().as_secs_f64(),
+                        products: offset + k,
+                    });
+                    // A feasible iterate that meets the settings' tolerance needs no more
+                    // iterations (nor a polish), unless the caller finishes the answer
+                    // itself. Feasible: the relative natural map of diverging impulses (an
+                    // infeasible problem) is small too. One whose natural map stagnates near
+                    // the tolerance goes to the LU polish.
+                    let feasible = meas.primal <= params.tol_primal && meas.dual <= params.tol_dual;
+                    let near_feasible = meas.primal <= STAGNATION_FEASIBILITY
+                        && meas.dual <= STAGNATION_FEASIBILITY;
+                    let stagnant = polished
+                        && value <= STAGNATION_CEILING
+                        && near_feasible
+                        && stagnates(&history);
+                    handed = handover.is_some_and(|h| value <= h) && near_feasible;
+                    stop_early && (settings.met(&res) && feasible || stagnant || handed)
+                },
+            )?;
+            done += outcome.iterations;
+            let z = outcome.iterate.z.clone();
+            if !handed || value(&z) <= settings.tol {
+                break (outcome, z);
+            }
+            let t0 = Instant::now();
+            let polished = newton::polish(
+                std,
+                kkt,
+                outcome.iterate.clone(),
+                &std_eta,
+                NEWTON_STEPS,
+                |z| value(z) <= settings.tol,
+            );
+            polish_s += t0.elapsed().as_secs_f64();
+            if value(&polished) <= settings.tol || done >= max_iter {
+                let better = if value(&polished) < value(&z) {
+                    polished
+                } else {
+                    z
+                };
+                break (outcome, better);
+            }
+            handover = Some(value(&z) * HANDOVER_RETRY);
+            it = outcome.iterate;
+        };
         // The Newton stage solves the QP of `W`'s symmetric part: with a skew part its answer
         // cannot meet the natural map of `W` below the asymmetry (Rover files: 5e-7), and its
         // steps were a third of the solve's time; the LU polish on `W` itself does that.
@@ -412,27 +481,18 @@ impl IpSession {
         {
             // The first stage of the polish, on the interior point's own factorization.
             let t0 = Instant::now();
-            let mut block_of = vec![0; rows];
-            for k in 0..sys.blocks() {
-                block_of[sys.block_range(k)].fill(k);
-            }
-            let std_eta: Vec<f64> = std
-                .blocks
-                .iter()
-                .map(|b| eta[block_of[std.row_of[b.start]]])
-                .collect();
             let polished = newton::polish(std, kkt, outcome.iterate, &std_eta, NEWTON_STEPS, |z| {
                 value(z) <= settings.tol
             });
             if value(&polished) < value(&z) {
                 z = polished;
             }
-            polish_s = t0.elapsed().as_secs_f64();
+            polish_s += t0.elapsed().as_secs_f64();
         }
         Ok(Interior {
             gamma: std.gamma(&z, rows),
             status: outcome.status,
-            iterations: outcome.iterations,
+            iterations: done,
             polish_s,
         })
     }
