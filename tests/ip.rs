@@ -382,3 +382,34 @@ fn box_on_redundant_contacts_converges_under_both_models() {
         }
     }
 }
+
+/// The settled `balls_in_box` pile of 1000 spheres (16 203 rows, beyond the LU polish):
+/// the interior point hands over to the Newton polish near the tolerance, which finishes
+/// it, in at most 20 interior-point iterations (the goal; `benches/RESULTS.md`,
+/// sixteenth session: 16 and one Newton step, where the interior point alone took 17).
+#[test]
+fn a_settled_pile_is_finished_by_the_newton_polish() {
+    let sys = scene_problem("balls_in_box.toml", &[("lattice.0.count", "1000")], 30);
+    assert!(sys.rows() > 10_000, "{} rows", sys.rows());
+    let settings = Settings {
+        tol: 1e-8,
+        ..Settings::default()
+    };
+    let r = Ip::default().solve(&sys, &settings).unwrap();
+    println!(
+        "{} rows: {:?}, {} iterations, relative {:e}, phases {:?}",
+        sys.rows(),
+        r.status,
+        r.iterations,
+        r.residual.relative,
+        r.phases
+    );
+    assert_eq!(r.status, Status::Converged);
+    assert!(r.residual.relative <= 1e-8, "{:e}", r.residual.relative);
+    assert!(r.iterations <= 20, "{} iterations", r.iterations);
+    assert!(
+        r.phases.iter().any(|p| p.name == "polish" && p.time_s > 0.0),
+        "no polish: {:?}",
+        r.phases
+    );
+}
