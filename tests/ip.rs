@@ -408,7 +408,9 @@ fn a_settled_pile_is_finished_by_the_newton_polish() {
     assert!(r.residual.relative <= 1e-8, "{:e}", r.residual.relative);
     assert!(r.iterations <= 20, "{} iterations", r.iterations);
     assert!(
-        r.phases.iter().any(|p| p.name == "polish" && p.time_s > 0.0),
+        r.phases
+            .iter()
+            .any(|p| p.name == "polish" && p.time_s > 0.0),
         "no polish: {:?}",
         r.phases
     );

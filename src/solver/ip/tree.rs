@@ -143,28 +143,59 @@ pub(crate) struct Tree {
     pub(crate) top: Vec<usize>,
 }
 
+/// faer's supernodal structure, read: each supernode's columns and the rows of its pattern.
+struct Supernodes<'a> {
+    symbolic: &'a SymbolicSupernodalCholesky<usize>,
+    /// The number of supernodes.
+    count: usize,
+    /// Each supernode's first column.
+    begin: &'a [usize],
+}
+
+impl<'a> Supernodes<'a> {
+    fn new(symbolic: &'a SymbolicSupernodalCholesky<usize>) -> Self {
+        let count = symbolic.n_supernodes();
+        Supernodes {
+            symbolic,
+            count,
+            begin: &symbolic.supernode_begin()[..count],
+        }
+    }
+
+    /// Supernode `s`'s number of columns.
+    fn width(&self, s: usize) -> usize {
+        self.symbolic.supernode_end()[s] - self.begin[s]
+    }
+
+    /// Supernode `s`'s pattern: its rows below its diagonal block.
+    fn pattern(&self, s: usize) -> &'a [usize] {
+        let at = self.symbolic.col_ptr_for_row_idx()[s];
+        &self.symbolic.row_idx()[at..at + self.symbolic.nnz_per_super()[s]]
+    }
+
+    /// The supernode of column `row`.
+    fn owner(&self, row: usize) -> usize {
+        self.begin.partition_point(|&b| b <= row) - 1
+    }
+}
+
 impl Tree {
     /// The split of `symbolic`'s tree, or `None` when it does not split into at least two
     /// tasks: the heaviest subtree (by its factor entries) split at its root while it holds
     /// more than [`PARTS`]⁻¹ of the entries, then neighbouring subtrees merged into a task
     /// while it stays that light.
     pub(crate) fn new(symbolic: &SymbolicSupernodalCholesky<usize>) -> Option<Tree> {
-        let n_super = symbolic.n_supernodes();
-        let begin = symbolic.supernode_begin();
-        let end = symbolic.supernode_end();
-        let patterns = symbolic.col_ptr_for_row_idx();
-        let counts = symbolic.nnz_per_super();
-        let pattern = |s: usize| &symbolic.row_idx()[patterns[s]..patterns[s] + counts[s]];
+        let nodes = Supernodes::new(symbolic);
+        let n_super = nodes.count;
         // The parent: the supernode of the first row below the diagonal block.
-        let owner = |row: usize| begin[..n_super].partition_point(|&b| b <= row) - 1;
         let parent: Vec<Option<usize>> = (0..n_super)
-            .map(|s| pattern(s).iter().min().map(|&r| owner(r)))
+            .map(|s| nodes.pattern(s).iter().min().map(|&r| nodes.owner(r)))
             .collect();
         let mut children = vec![Vec::new(); n_super];
         let mut weight: Vec<usize> = (0..n_super)
             .map(|s| {
-                let w = end[s] - begin[s];
-                (w + counts[s]) * w
+                let w = nodes.width(s);
+                (w + nodes.pattern(s).len()) * w
             })
             .collect();
         for s in 0..n_super {
@@ -245,34 +276,30 @@ impl TreeSolve {
         perm: Option<PermRef<'_, usize>>,
         tree: &Tree,
     ) -> TreeSolve {
-        let n_super = symbolic.n_supernodes();
-        let begin = symbolic.supernode_begin();
-        let end = symbolic.supernode_end();
+        let sn = Supernodes::new(symbolic);
+        let n_super = sn.count;
+        let (begin, pattern) = (sn.begin, |s| sn.pattern(s));
         let n = symbolic.nrows();
-        let patterns = symbolic.col_ptr_for_row_idx();
-        let counts = symbolic.nnz_per_super();
-        let pattern = |s: usize| &symbolic.row_idx()[patterns[s]..patterns[s] + counts[s]];
-        let owner = |row: usize| begin[..n_super].partition_point(|&b| b <= row) - 1;
         let Tree { order, tasks, top } = tree;
         let mut start = vec![0; n_super];
         let mut row = 0;
         for &s in order {
             start[s] = row;
-            row += end[s] - begin[s];
+            row += sn.width(s);
         }
         let layout = |r: usize| {
-            let s = owner(r);
+            let s = sn.owner(r);
             start[s] + r - begin[s]
         };
         let mut source = vec![0; n];
         for s in 0..n_super {
-            for r in begin[s]..end[s] {
+            for r in begin[s]..begin[s] + sn.width(s) {
                 source[layout(r)] = perm.map_or(r, |p| p.arrays().0[r]);
             }
         }
         let mut pattern_at = vec![0; n_super + 1];
         for s in 0..n_super {
-            pattern_at[s + 1] = pattern_at[s] + counts[s];
+            pattern_at[s + 1] = pattern_at[s] + pattern(s).len();
         }
         let mapped: Vec<usize> = (0..n_super)
             .flat_map(|s| pattern(s).iter().map(|&r| layout(r)).collect::<Vec<_>>())
@@ -280,7 +307,7 @@ impl TreeSolve {
         let top_rows: Vec<usize> = {
             let mut rows: Vec<usize> = top
                 .iter()
-                .flat_map(|&s| start[s]..start[s] + end[s] - begin[s])
+                .flat_map(|&s| start[s]..start[s] + sn.width(s))
                 .collect();
             rows.sort_unstable();
             rows
@@ -289,13 +316,13 @@ impl TreeSolve {
         for (j, &r) in top_rows.iter().enumerate() {
             top_index[r] = j;
         }
-        let longest = |s: &[usize]| s.iter().map(|&s| counts[s]).max().unwrap_or(0);
+        let longest = |s: &[usize]| s.iter().map(|&s| pattern(s).len()).max().unwrap_or(0);
         let (task_rows, tasks): (Vec<Range<usize>>, Vec<Task>) = tasks
             .iter()
             .map(|supernodes| {
                 let nodes = &order[supernodes.clone()];
                 let (first_node, root) = (nodes[0], nodes[nodes.len() - 1]);
-                let rows = start[first_node]..start[root] + end[root] - begin[root];
+                let rows = start[first_node]..start[root] + sn.width(root);
                 let mut halo: Vec<usize> = nodes
                     .iter()
                     .flat_map(|&s| mapped[pattern_at[s]..pattern_at[s + 1]].iter().copied())
