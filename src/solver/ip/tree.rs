@@ -162,9 +162,14 @@ impl<'a> Supernodes<'a> {
         }
     }
 
+    /// Supernode `s`'s columns.
+    fn columns(&self, s: usize) -> Range<usize> {
+        self.begin[s]..self.symbolic.supernode_end()[s]
+    }
+
     /// Supernode `s`'s number of columns.
     fn width(&self, s: usize) -> usize {
-        self.symbolic.supernode_end()[s] - self.begin[s]
+        self.columns(s).len()
     }
 
     /// Supernode `s`'s pattern: its rows below its diagonal block.
@@ -293,7 +298,7 @@ impl TreeSolve {
         };
         let mut source = vec![0; n];
         for s in 0..n_super {
-            for r in begin[s]..begin[s] + sn.width(s) {
+            for r in sn.columns(s) {
                 source[layout(r)] = perm.map_or(r, |p| p.arrays().0[r]);
             }
         }
