@@ -20,8 +20,10 @@
 //! tolerance. An answer that still misses it is polished: first by Newton steps on the
 //! standard form through the same KKT factorization (module `newton`), then by semismooth
 //! Newton on the natural map of `W` itself (module `polish`, on problems of at most its row
-//! bound: its sparse LU does not scale to piles); a non-symmetric `W` is solved in
-//! rounds on its skew part (module `skew`).
+//! bound: its sparse LU does not scale to piles); beyond that bound the iteration hands over
+//! to the first stage near the tolerance (`NEWTON_HANDOVER`) rather than follow the `√μ`
+//! tail of its degenerate contacts. A non-symmetric `W` is solved in rounds on its skew part
+//! (module `skew`).
 
 mod cones;
 mod kkt;
