@@ -84,7 +84,7 @@ const REFINE_TOL: f64 = 1e-14;
 /// (a triangular solve and a product: 50 ms at 4000 spheres) costs a tenth of the
 /// factorization: the directions need no more there (the settled piles of 1000, 4000 and
 /// 16 000 spheres take the same iterations to the same answers) and most solves then take
-/// no correction (4000 spheres: 224 triangular solves → 94; `benches/RESULTS.md`, sixteenth
+/// no correction (4000 spheres: 222 triangular solves → 103; `benches/RESULTS.md`, sixteenth
 /// session). On the small, singular Siconos problems the tight one stays: at 1e-10 `ip`
 /// stalls on Capsules-i103-990 at 4.2e-9.
 const REFINE_TOL_LARGE: f64 = 1e-10;

@@ -461,15 +461,11 @@ impl IpSession {
                 |z| value(z) <= settings.tol,
             );
             polish_s += t0.elapsed().as_secs_f64();
-            if value(&polished) <= settings.tol || done >= max_iter {
-                let better = if value(&polished) < value(&z) {
-                    polished
-                } else {
-                    z
-                };
-                break (outcome, better);
+            let (after, before) = (value(&polished), value(&z));
+            if after <= settings.tol || done >= max_iter {
+                break (outcome, if after < before { polished } else { z });
             }
-            handover = Some(value(&z) * HANDOVER_RETRY);
+            handover = Some(before * HANDOVER_RETRY);
             it = outcome.iterate;
         };
         // The Newton stage solves the QP of `W`'s symmetric part: with a skew part its answer
