@@ -16,3 +16,14 @@ fn refinement_reaches_1e_10_on_box_stacks() {
         45_000,
     );
 }
+
+/// All three GPU solvers reach 1e-10 on Capsules-i125-1213 (858 rows, non-symmetric `W`),
+/// where the rounds stall near 5e-7 and the warm-started interior point finishes.
+#[test]
+fn refinement_reaches_1e_10_on_capsules_1213() {
+    all_reach_1e_10(
+        "Capsules-i125-1213",
+        "fclib-hdf5/Capsules-i125-1213.hdf5",
+        45_000,
+    );
+}

@@ -40,23 +40,19 @@
 //! duplicated sliding contacts near the apex, blocks 122 and 123, share one load, and each
 //! round moves their split by 10 %), on BoxesStack1 (48 of 50 contacts sticking) by about
 //! 1 % a round (proximal-point steps gaining `ρ / (λ + ρ)` in `N`'s small eigendirections).
-//! What the rounds have found there is the active set; classical mixed-precision refinement
-//! ends such a solve with an `f64` correction on the identified structure, and so does the
-//! *`f64` finish* here (CPU): Newton (SQP) steps on the active set of each iterate in the
-//! same local frames, the local cones taken as equalities (`Correction::newton`), solved
-//! by a dense SVD in the least-squares, least-norm sense (a stack's sticking rows outnumber
-//! its bodies' degrees of freedom). The nearly duplicated pair makes the full Newton step
-//! carry the smaller contact through the apex (residual 5e-3); the ratio test of active-set
-//! methods stops it where that contact reaches the apex (`Correction::ratio`), and the next
-//! step, with it at the apex, is exact to rounding. The finish is bounded: problems of at
-//! most `FINISH_ROWS` rows, `FINISH_STEPS` steps of one SVD each (under 1 s in all on those
-//! two problems); the report names its phases `gpu` and `f64_finish`.
+//! Those and Capsules-i100-1090, -i103-990 and the FCLIB Capsules-i125-1213 end the rounds on
+//! the boundary of a degenerate optimal face (nearly duplicated and opposite-normal
+//! contacts, whose split of a load is free), a point from which no local step gains: Newton
+//! steps on the rounds' active set (dense SVD, ratio test), a globalized semismooth Newton,
+//! proximal and skew-part rounds all stalled there at 6e-8–9e-7 (`benches/RESULTS.md`,
+//! issue 20, eighth to tenth sessions). So the *`f64` finish* (CPU) is the interior point
+//! (`solver::ip`) warm-started from the rounds' best answer, pushed off the cones'
+//! boundaries by a margin: it goes to the relative interior of that face and converges there
+//! in 8–12 iterations, against 16–22 from its own start. The report names its phases
+//! `gpu` and `f64_finish`.
 
-use std::borrow::Cow;
 use std::time::Instant;
 
-use faer::Mat;
-use faer::linalg::solvers::Svd;
 
 use super::data::{
     CONE_BILATERAL, CONE_UNILATERAL, OperatorData, ProblemData, component_major, index, to_f32,
@@ -65,6 +61,7 @@ use crate::error::{Error, Result};
 use crate::problem::merit::{self, Residual};
 use crate::problem::sparse::CsrMatrix;
 use crate::problem::{Cone, FrictionModel, System};
+use crate::solver::ip;
 use crate::solver::progress::{BestRound, biased_velocity};
 use crate::solver::{Bias, Report, Settings, Status, TraceEntry, add_phase};
 
@@ -101,24 +98,14 @@ const NEAR: f64 = 1e-5;
 const PROX: f64 = 1e-3;
 
 /// A correction round on the GPU that divides the best residual by less than `1 / HANDOVER`
-/// hands over to the `f64` finish: the rounds have found the active set, and what is left
-/// is the slow part (a badly conditioned or singular `N` on that set, see the module doc).
+/// hands over to the `f64` finish: what is left is the slow part (a badly conditioned or
+/// singular `N` on the active set, see the module doc).
 const HANDOVER: f64 = 0.5;
 
-/// The cutoff of the finish's pseudo-inverse, relative to the largest singular value of its
-/// Newton matrix: the directions below it (duplicated contacts, more sticking rows than the
-/// bodies' degrees of freedom) are left as they are.
-const FINISH_CUTOFF: f64 = 1e-12;
-
-/// Passes of rounds and `f64` finish at most: a finish that gains but misses the tolerance
-/// hands back to the rounds (BoxesStack1 under `apgd-gpu` on an H100: the finish stopped at
-/// 3.2e-10 from the rounds' iterate, where lavapipe's reaches 1e-10).
-const PASSES: usize = 3;
-
-/// The largest problem (rows) the `f64` finish assembles `N` and takes the dense SVD of
-/// (`O(m³)`: 0.1 s at the Capsules problem's 675 rows on one core, about 10 s at 3000): it
-/// is built for the Siconos-sized problems the rounds stall on, not for large piles.
-const FINISH_ROWS: usize = 3000;
+/// The `f64` finish aims at this fraction of the tolerance: a caller measuring with other
+/// block steps than the settings' keeps a margin (the FCLIB Capsules-i125-1213 stopped at
+/// 8e-11–9e-11 by unit steps when the finish aimed at the tolerance itself).
+const FINISH_AIM: f64 = 0.1;
 
 /// The phase of a refined solve's `f32` solve and correction rounds on the GPU...
 const PHASE_GPU: &str = "gpu";
@@ -427,150 +414,6 @@ impl Correction {
     }
 }
 
-impl Correction {
-    /// The Newton system of the correction problem on its active set, in `f64` (the `f64`
-    /// finish): the local cones taken as equalities — an apex block's `δ` is 0, a face's
-    /// normal row `δ₀ = 0` (the base stays on the tangent plane) and its generator and
-    /// circumferential velocities 0, a free block's velocity 0 — leave the linear system
-    /// `(R (N + E) Rᵀ + C)_AA δ_A = −r_A` on the active rows `A` (`C` the faces' curvature),
-    /// the Newton (SQP) step of the natural map with the projection's Jacobian at the base.
-    /// `N` restricted to the sticking contacts of a stack is singular (more rows than the
-    /// bodies' degrees of freedom), so the system is solved by a dense SVD, in the least-squares
-    /// sense with the least norm. `None` when the SVD fails.
-    fn newton(&self, sys: &System, n: &CsrMatrix) -> Option<Newton> {
-        let rotated = self.rotate_matrix(sys, n).ok()?;
-        let mut slot = vec![None; sys.rows()];
-        let mut active = Vec::new();
-        for (k, l) in self.local.iter().enumerate() {
-            let range = sys.block_range(k);
-            let pinned = match l {
-                Local::Apex => range.len(),
-                Local::Free => 0,
-                Local::Face(_) => 1,
-            };
-            for i in range.skip(pinned) {
-                slot[i] = Some(active.len());
-                active.push(i);
-            }
-        }
-        let size = active.len();
-        let mut matrix = Mat::<f64>::zeros(size, size);
-        for (a, &i) in active.iter().enumerate() {
-            let (cols, values) = rotated.row(i);
-            for (&j, &v) in cols.iter().zip(values) {
-                if let Some(b) = slot[j] {
-                    matrix[(a, b)] += v;
-                }
-            }
-            matrix[(a, a)] += sys.compliance()[i] + self.curvature[i];
-        }
-        let svd = matrix.thin_svd().ok()?;
-        // `Uᵀ (−r_A)`.
-        let projected = (0..size)
-            .map(|c| {
-                -(0..size)
-                    .map(|a| svd.U()[(a, c)] * self.r[active[a]])
-                    .sum::<f64>()
-            })
-            .collect();
-        Some(Newton {
-            active,
-            svd,
-            projected,
-        })
-    }
-}
-
-impl Correction {
-    /// The ratio test of the active-set method on the step `δ`: the largest `α ≤ 1` for
-    /// which `b + α Rᵀδ` keeps every face's normal impulse non-negative (the step does not
-    /// carry the block through the apex) and every free block in its cone, by bisection;
-    /// blocks already on that boundary at `RATIO_MIN` are not counted (the next step's
-    /// classification moves them). Nearly duplicated contacts (the Capsules problem) make
-    /// the Newton step shift load between them by far more than the smaller carries: the
-    /// ratio test stops it where that block reaches the apex, which the next classification
-    /// takes as its local cone.
-    fn ratio(&self, sys: &System, delta: &[f64]) -> f64 {
-        /// The smallest step the ratio test counts (a block on its boundary at it is left out).
-        const RATIO_MIN: f64 = 1e-3;
-        /// Bisections of the ratio test per block.
-        const RATIO_BISECTIONS: usize = 40;
-        let mut alpha = 1.0f64;
-        let mut back = [0.0; 3];
-        for (k, l) in self.local.iter().enumerate() {
-            let range = sys.block_range(k);
-            let d = &mut back[..range.len()];
-            l.rotate(&delta[range.clone()], d, true);
-            let b = &self.base[range];
-            let cone = sys.cones()[k];
-            let inside = |a: f64| {
-                let mut x = [0.0; 3];
-                let x = &mut x[..b.len()];
-                x.iter_mut()
-                    .zip(b.iter().zip(d.iter()))
-                    .for_each(|(x, (b, d))| *x = b + a * d);
-                match l {
-                    Local::Face(_) => x[0] >= 0.0,
-                    _ => cone.distance(x) == 0.0,
-                }
-            };
-            if *l == Local::Apex || inside(1.0) || !inside(RATIO_MIN) {
-                continue;
-            }
-            let (mut lo, mut hi) = (RATIO_MIN, 1.0);
-            for _ in 0..RATIO_BISECTIONS {
-                let mid = 0.5 * (lo + hi);
-                if inside(mid) {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
-            }
-            alpha = alpha.min(lo);
-        }
-        alpha
-    }
-}
-
-/// The Newton system of one finish step, factored: its active rows, the SVD of its matrix
-/// and `Uᵀ` times its right-hand side.
-struct Newton {
-    active: Vec<usize>,
-    svd: Svd<f64>,
-    projected: Vec<f64>,
-}
-
-impl Newton {
-    /// The step `δ` (all rows, 0 off the active set) with the singular values below
-    /// `cutoff` times the largest dropped.
-    fn delta(&self, rows: usize, cutoff: f64) -> Vec<f64> {
-        let s = self.svd.S().column_vector();
-        let largest = s.iter().fold(0.0f64, |m, &x| m.max(x));
-        let kept: Vec<(usize, f64)> = (0..s.nrows())
-            .filter(|&c| s[c] > cutoff * largest)
-            .map(|c| (c, self.projected[c] / s[c]))
-            .collect();
-        let mut delta = vec![0.0; rows];
-        for (a, &i) in self.active.iter().enumerate() {
-            delta[i] = kept.iter().map(|&(c, y)| self.svd.V()[(a, c)] * y).sum();
-        }
-        delta
-    }
-}
-
-/// `N` (without `E`) as an explicit matrix for the `f64` finish: the assembled one, or the
-/// factored form's `J M⁻¹ Jᵀ`, when its rows are at most [`FINISH_ROWS`].
-fn finish_matrix(sys: &System) -> Option<Cow<'_, CsrMatrix>> {
-    if sys.rows() > FINISH_ROWS {
-        return None;
-    }
-    match (sys.operator().as_matrix(), sys.factored()) {
-        (Some(n), _) => Some(Cow::Borrowed(n)),
-        (None, Some(op)) => Some(Cow::Owned(op.assemble())),
-        (None, None) => None,
-    }
-}
-
 /// What one correction round on the GPU returns.
 pub(crate) struct Round {
     /// Iterations it ran.
@@ -584,10 +427,10 @@ pub(crate) struct Round {
 /// Refines `first`, the report of the `f32` solve of `sys` with `bias` under `settings`
 /// (CCP) from `data`: rounds of `correct(data, settings)`, a correction problem solved on
 /// the GPU, each certified in `f64`, while each round divides the residual by at least
-/// `1 / HANDOVER`; then, if the tolerance is still missed, the `f64` finish (Newton steps on
-/// the active set of the GPU's answer, [`Correction::newton`]). The report carries the best
-/// iterate, every round's and every finish step's `f64` residual in its trace, the number of
-/// rounds, and the phases `gpu` and `f64_finish` when the finish ran.
+/// `1 / HANDOVER`; then, if the tolerance is still missed, the `f64` finish (the interior
+/// point warm-started from the best answer, [`ip::finish_from`]). The report carries the best
+/// iterate, every round's and the finish's `f64` residual in its trace, the number of rounds,
+/// and the phases `gpu` and `f64_finish` when the finish ran.
 pub(crate) fn refine(
     sys: &System,
     settings: &Settings,
@@ -627,76 +470,55 @@ pub(crate) fn refine(
     };
     let (_, mut u) = certify(&gamma);
     let mut best = BestRound::new(settings, residual, &gamma);
-    let finishable = sys.rows() <= FINISH_ROWS;
-    // `N` for the finish, assembled when a finish first runs.
-    let mut finish_n = None;
     let mut rounds = 0;
-    let mut finish_s = None;
-    for pass in 0..PASSES {
-        while !settings.met(&best.residual)
-            && iterations < settings.max_iter
-            && rounds < MAX_ROUNDS
-            && best.since < STALLED_ROUNDS
-        {
-            let correction = Correction::new(sys, &gamma, &u, &data.eta, bias, TINY);
-            let scale = norm2(sys.r()).max(norm2(&gamma)).max(norm2(&u));
-            let round_settings = Settings {
-                friction: FrictionModel::Ccp,
-                tol: (ROUND_GAIN * best.value).max(0.5 * settings.tol),
-                max_iter: settings.max_iter - iterations,
-                warm_start: None,
-                ..settings.clone()
-            };
-            let round = correct(&correction.data(sys, data, scale)?, &round_settings)?;
-            rounds += 1;
-            iterations += round.iterations;
-            products += round.products;
-            gamma = correction.apply(sys, &round.delta);
-            let res;
-            (res, u) = certify(&gamma);
-            let value = settings.criterion.of(&res);
-            trace.push(entry(iterations, products, value, &res));
-            if !value.is_finite() {
-                break;
-            }
-            let slow = value > HANDOVER * best.value;
-            best.offer(value, res, &gamma);
-            if slow && finishable {
-                break;
-            }
-        }
-        if settings.met(&best.residual) {
-            break;
-        }
-        let Some(n) = finish_n
-            .get_or_insert_with(|| finish_matrix(sys))
-            .as_deref()
-        else {
-            break;
+    while !settings.met(&best.residual)
+        && iterations < settings.max_iter
+        && rounds < MAX_ROUNDS
+        && best.since < STALLED_ROUNDS
+    {
+        let correction = Correction::new(sys, &gamma, &u, &data.eta, bias, TINY);
+        let scale = norm2(sys.r()).max(norm2(&gamma)).max(norm2(&u));
+        let round_settings = Settings {
+            friction: FrictionModel::Ccp,
+            tol: (ROUND_GAIN * best.value).max(0.5 * settings.tol),
+            max_iter: settings.max_iter - iterations,
+            warm_start: None,
+            ..settings.clone()
         };
-        let (finish_start, before) = (Instant::now(), best.value);
-        finish(
-            sys,
-            settings,
-            bias,
-            &data.eta,
-            n,
-            &mut best,
-            &|gamma| certify(gamma).0,
-            |value, res| trace.push(entry(iterations, products, value, res)),
-        );
-        *finish_s.get_or_insert(0.0) += finish_start.elapsed().as_secs_f64();
-        // A finish that gained but missed the tolerance (a block it classified wrongly, the
-        // next round reclassifies) hands back to the rounds, from its best.
-        if settings.met(&best.residual) || best.value >= before || pass + 1 == PASSES {
+        let round = correct(&correction.data(sys, data, scale)?, &round_settings)?;
+        rounds += 1;
+        iterations += round.iterations;
+        products += round.products;
+        gamma = correction.apply(sys, &round.delta);
+        let res;
+        (res, u) = certify(&gamma);
+        let value = settings.criterion.of(&res);
+        trace.push(entry(iterations, products, value, &res));
+        if !value.is_finite() {
             break;
         }
-        gamma.clone_from(&best.gamma);
-        u = certify(&gamma).1;
-        best.since = 0;
+        let slow = value > HANDOVER * best.value;
+        best.offer(value, res, &gamma);
+        if slow {
+            break;
+        }
     }
     let mut phases = Vec::new();
-    if let Some(finish_s) = finish_s {
+    let finished = !settings.met(&best.residual);
+    if finished {
+        let t0 = Instant::now();
+        // A finish that fails (its factorization) leaves the rounds' best.
+        let aim = Settings {
+            tol: FINISH_AIM * settings.tol,
+            ..settings.clone()
+        };
+        if let Ok(report) = ip::finish_from(sys, &aim, bias, &best.gamma) {
+            let res = certify(&report.gamma).0;
+            let value = settings.criterion.of(&res);
+            trace.push(entry(iterations, products, value, &res));
+            best.offer(value, res, &report.gamma);
+        }
+        let finish_s = t0.elapsed().as_secs_f64();
         let total_s = time_s + start.elapsed().as_secs_f64();
         add_phase(&mut phases, PHASE_GPU, total_s - finish_s);
         add_phase(&mut phases, PHASE_FINISH, finish_s);
@@ -706,7 +528,7 @@ pub(crate) fn refine(
     } = best;
     if settings.met(&residual) {
         status = Status::Converged;
-    } else if rounds > 0 {
+    } else if rounds > 0 || finished {
         status = if iterations >= settings.max_iter {
             Status::MaxIterations
         } else {
@@ -726,67 +548,6 @@ pub(crate) fn refine(
         refinements: rounds,
         rounds: 0,
     })
-}
-
-/// The `f64` finish from `best`: Newton steps on the active set of each iterate
-/// ([`Correction::newton`], no `tiny` apex class: an apex block's impulse is pinned to 0),
-/// each the better of the full step and the ratio test's ([`Correction::ratio`]), not
-/// necessarily monotone (a block crossing its cone's boundary is worse until the next
-/// classification); they stop at `FINISH_AIM` times the tolerance, after `FINISH_STALLED`
-/// steps without improvement or at `FINISH_STEPS`. `certify` measures an iterate;
-/// `record` is told the value and residual of every step that improves `best`.
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    sys: &System,
-    settings: &Settings,
-    bias: Bias,
-    eta: &[f64],
-    n: &CsrMatrix,
-    best: &mut BestRound,
-    certify: &dyn Fn(&[f64]) -> Residual,
-    mut record: impl FnMut(f64, &Residual),
-) {
-    /// Newton steps of the `f64` finish at most (each one dense SVD of its active rows).
-    const FINISH_STEPS: usize = 12;
-    /// The finish goes on to this fraction of the tolerance (Newton's last steps are cheap, and
-    /// a caller measuring with other block steps than [`Settings`]' keeps a margin).
-    const FINISH_AIM: f64 = 0.1;
-    /// Finish steps without improvement of the best residual before the finish stops (the
-    /// steps are not monotone: a step that moves a block across its cone's boundary is worse
-    /// until the next one, from the new classification, corrects it).
-    const FINISH_STALLED: usize = 3;
-    let mut current = best.gamma.clone();
-    best.since = 0;
-    for _ in 0..FINISH_STEPS {
-        if best.value <= FINISH_AIM * settings.tol || best.since >= FINISH_STALLED {
-            break;
-        }
-        let u = biased_velocity(sys, bias, &current);
-        let correction = Correction::new(sys, &current, &u, eta, bias, 0.0);
-        let Some(newton) = correction.newton(sys, n) else {
-            break;
-        };
-        let delta = newton.delta(sys.rows(), FINISH_CUTOFF);
-        let alpha = correction.ratio(sys, &delta);
-        let (value, res, next) = [1.0, alpha]
-            .into_iter()
-            .map(|a| {
-                let scaled: Vec<f64> = delta.iter().map(|d| a * d).collect();
-                let trial = correction.apply(sys, &scaled);
-                let res = certify(&trial);
-                (settings.criterion.of(&res), res, trial)
-            })
-            .min_by(|a, b| a.0.total_cmp(&b.0))
-            .expect("two candidates");
-        if !value.is_finite() {
-            break;
-        }
-        if value < best.value {
-            record(value, &res);
-        }
-        best.offer(value, res, &next);
-        current = next;
-    }
 }
 
 fn norm2(v: &[f64]) -> f64 {

@@ -106,6 +106,46 @@ const HANDOVER_RETRY: f64 = 0.1;
 /// Siconos error of 2.5e-10 (target 1e-11).
 const COULOMB_STEP_FRACTION: f64 = 0.999;
 
+/// The margin (relative to the size of `z` and `s`) of the warm start of [`finish_from`]:
+/// from answers at a relative natural map of 1e-7 (CPU `pgs`) the interior point reached 1e-10
+/// on the Siconos Capsules, BoxesStack1, NESpheres and Rover files in 5–11 iterations at 1e-3,
+/// 6–17 at 1e-2 and 8–14 at 1e-4, against 12–22 from its own starting point
+/// (`benches/RESULTS.md`, seventeenth session).
+const FINISH_MARGIN: f64 = 1e-3;
+
+/// The CCP solve of `sys` with `bias` added to `r` by the interior point, warm-started from
+/// `gamma` (full warm start, margin [`FINISH_MARGIN`]; its own iteration cap, not the
+/// settings'): the `f64` finish of the GPU solvers' mixed-precision refinement
+/// (`gpu::refine`). Where projected iterations stall on the boundary of a degenerate
+/// optimal face (nearly duplicated and opposite-normal contacts), no local step from their
+/// answer gains; the interior point, pushed off the boundary by the margin, goes to the
+/// relative interior of that face, where its Newton and LU polish converge.
+pub(crate) fn finish_from(
+    sys: &System,
+    settings: &Settings,
+    bias: Bias,
+    gamma: &[f64],
+) -> Result<Report> {
+    let params = IpParams {
+        warm_start: WarmStart::Full,
+        warm_margin: FINISH_MARGIN,
+        ..IpParams::default()
+    };
+    let settings = Settings {
+        friction: FrictionModel::Ccp,
+        max_iter: params.max_iter,
+        warm_start: Some(gamma.to_vec()),
+        ..settings.clone()
+    };
+    let mut session = IpSession {
+        params,
+        analysis: None,
+        analyses: 0,
+        work: None,
+    };
+    session.solve_ccp(sys, &settings, bias, &params, true)
+}
+
 /// Whether the last [`STAGNATION_WINDOW`] values of `history` stay above
 /// [`ROUND_CONTRACTION`] times the best before them.
 fn stagnates(history: &[f64]) -> bool {
