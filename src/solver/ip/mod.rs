@@ -107,9 +107,9 @@ const HANDOVER_RETRY: f64 = 0.1;
 const COULOMB_STEP_FRACTION: f64 = 0.999;
 
 /// The margin (relative to the size of `z` and `s`) of the warm start of [`finish_from`]:
-/// from answers at a relative natural map of 1e-7 (CPU `pgs`) the interior point reached 1e-10
-/// on the Siconos Capsules, BoxesStack1, NESpheres and Rover files in 5–11 iterations at 1e-3,
-/// 6–17 at 1e-2 and 8–14 at 1e-4, against 12–22 from its own starting point
+/// from `spg-gpu`'s `f32` answers (relative natural map 2e-7 to 1.3e-6) the interior point
+/// reached 1e-10 on the Siconos Capsules and BoxesStack1 files in 7–15 iterations at 1e-3,
+/// 9–33 at 1e-2 and 6–15 at 1e-4, against 13–22 from its own starting point
 /// (`benches/RESULTS.md`, seventeenth session).
 const FINISH_MARGIN: f64 = 1e-3;
 
