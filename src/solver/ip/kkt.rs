@@ -39,6 +39,7 @@ use super::ordering::nested_dissection;
 use super::standard::Standard;
 use super::supernodal::{Regularization, SupernodalLdlt};
 use super::tree::{Tree, TreeSolve};
+use super::upper::Upper;
 use crate::error::{Error, Result};
 
 /// The pattern of a KKT matrix (upper triangle, column-compressed) and its symbolic
@@ -140,8 +141,8 @@ struct SparseLdlt {
 /// The KKT matrix of one problem, its index map and its factorization.
 pub(crate) struct Kkt {
     n: usize,
-    col_ptr: Vec<usize>,
-    row_idx: Vec<usize>,
+    /// The pattern (upper triangle) and its row view.
+    upper: Upper,
     /// Values of `P`, `−Aᵀ`, `−Q` (upper triangle), the same for every iteration.
     static_vals: Vec<f64>,
     /// Position of the diagonal entry of each column.
@@ -295,8 +296,7 @@ impl Kkt {
         let nnz = row_idx.len();
         let kkt = Kkt {
             n,
-            col_ptr,
-            row_idx,
+            upper: Upper::new(col_ptr, row_idx),
             static_vals,
             diag_pos,
             cone_pos,
@@ -358,9 +358,9 @@ impl Kkt {
                 let pattern = SymbolicSparseColMatRef::new_checked(
                     dim,
                     dim,
-                    &self.col_ptr,
+                    &self.upper.col_ptr,
                     None,
-                    &self.row_idx,
+                    &self.upper.row_idx,
                 );
                 let a = SparseColMatRef::new(pattern, &self.fact_vals);
                 f.symbolic
@@ -383,8 +383,8 @@ impl Kkt {
                 l.fill(0.0);
                 // The upper triangle's column c is the lower triangle's row c.
                 for c in 0..dim {
-                    for p in self.col_ptr[c]..self.col_ptr[c + 1] {
-                        l[c * dim + self.row_idx[p]] = self.fact_vals[p];
+                    for p in self.upper.col_ptr[c]..self.upper.col_ptr[c + 1] {
+                        l[c * dim + self.upper.row_idx[p]] = self.fact_vals[p];
                     }
                 }
                 dense_ldlt(l, w, &self.signs)?;
@@ -399,22 +399,11 @@ impl Kkt {
         let [norm, d] = &mut self.ruiz;
         self.scale.fill(1.0);
         for _ in 0..RUIZ_PASSES {
-            norm.fill(0.0);
-            for (c, w) in self.col_ptr.windows(2).enumerate() {
-                for p in w[0]..w[1] {
-                    let (r, v) = (self.row_idx[p], self.vals[p].abs());
-                    norm[r] = norm[r].max(v);
-                    norm[c] = norm[c].max(v);
-                }
-            }
+            self.upper.row_norms(&self.vals, norm);
             for (di, &x) in d.iter_mut().zip(norm.iter()) {
                 *di = if x > 0.0 { 1.0 / x.sqrt() } else { 1.0 };
             }
-            for (c, w) in self.col_ptr.windows(2).enumerate() {
-                for p in w[0]..w[1] {
-                    self.vals[p] *= d[self.row_idx[p]] * d[c];
-                }
-            }
+            self.upper.scale(&mut self.vals, d);
             for (s, di) in self.scale.iter_mut().zip(d.iter()) {
                 *s *= di;
             }
@@ -423,7 +412,7 @@ impl Kkt {
 
     /// `y = K̂ x` with the equilibrated, unregularized matrix.
     fn apply(&self, x: &[f64], y: &mut [f64]) {
-        symmetric_product(&self.col_ptr, &self.row_idx, &self.vals, x, y);
+        self.upper.product(&self.vals, x, y);
     }
 
     /// Solves `K Δ = rhs` in place (the last factorization), with iterative refinement.
@@ -502,20 +491,6 @@ impl Kkt {
 /// `+` for `x`, `−` for `z`.
 fn signs(n: usize, dim: usize) -> Vec<i8> {
     (0..dim).map(|i| if i < n { 1 } else { -1 }).collect()
-}
-
-/// `y = K x` for the symmetric `K` whose upper triangle is (`col_ptr`, `row_idx`, `vals`).
-fn symmetric_product(col_ptr: &[usize], row_idx: &[usize], vals: &[f64], x: &[f64], y: &mut [f64]) {
-    y.fill(0.0);
-    for (c, w) in col_ptr.windows(2).enumerate() {
-        for p in w[0]..w[1] {
-            let (r, v) = (row_idx[p], vals[p]);
-            y[r] += v * x[c];
-            if r != c {
-                y[c] += v * x[r];
-            }
-        }
-    }
 }
 
 /// The symbolic factorization of the pattern (`col_ptr`, `row_idx`) (upper triangle) under
@@ -719,7 +694,7 @@ mod tests {
             MemStack::new(&mut mem),
         );
         let mut ax = vec![0.0; dim];
-        symmetric_product(&col_ptr, &row_idx, &vals, &x, &mut ax);
+        Upper::new(col_ptr.clone(), row_idx.clone()).product(&vals, &x, &mut ax);
         let err = ax
             .iter()
             .zip(&b)

@@ -35,6 +35,7 @@ mod skew;
 mod standard;
 mod supernodal;
 mod tree;
+mod upper;
 
 use std::time::Instant;
 

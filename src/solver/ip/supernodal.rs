@@ -36,6 +36,9 @@ const SMALL: usize = 1 << 14;
 /// A top supernode's columns per rayon task of its updates.
 const COLUMNS: usize = 32;
 
+/// Stretches of the factor's values zeroed and filled with the matrix's entries in parallel.
+const PIECES: usize = 64;
+
 /// Columns of an update computed and scattered at once (bounds the product's buffer).
 const BLOCK: usize = 256;
 
@@ -63,9 +66,12 @@ struct Plan {
     /// the index in `d`'s pattern of its first row in them.
     updates: Vec<(usize, usize)>,
     updates_at: Vec<usize>,
-    /// Each entry of the matrix's upper triangle (in its column-compressed order): its place
-    /// in the factor's values.
-    dest: Vec<usize>,
+    /// The matrix's entries as (place in the factor's values, index in the matrix's
+    /// column-compressed values), in the order of their places...
+    entries: Vec<(usize, usize)>,
+    /// ...cut into [`PIECES`] stretches of the factor's values: `(first place, first entry)`
+    /// of each, and `(values, entries)` at the end.
+    pieces: Vec<(usize, usize)>,
     /// The expected sign of each pivot, in the factor's order.
     signs: Vec<i8>,
     epsilon: f64,
@@ -157,7 +163,7 @@ impl SupernodalLdlt {
         let updates = found.into_iter().map(|(_, d, i)| (d, i)).collect();
         // Each matrix entry's place: row and column permuted, in the lower triangle.
         let inv = |i: usize| perm.map_or(i, |p| p.arrays().1[i]);
-        let mut dest = Vec::with_capacity(row_idx.len());
+        let mut entries = Vec::with_capacity(row_idx.len());
         for c in 0..col_ptr.len() - 1 {
             for &r in &row_idx[col_ptr[c]..col_ptr[c + 1]] {
                 let (a, b) = (inv(r), inv(c));
@@ -173,9 +179,18 @@ impl SupernodalLdlt {
                             .binary_search(&hi)
                             .expect("an entry of the matrix lies in the factor's pattern")
                 };
-                dest.push(values_at[s] + (lo - begin[s]) * (width + pattern.len()) + row);
+                let place = values_at[s] + (lo - begin[s]) * (width + pattern.len()) + row;
+                entries.push((place, entries.len()));
             }
         }
+        entries.sort_unstable();
+        let len = values_at[n_super];
+        let pieces = (0..=PIECES)
+            .map(|k| {
+                let place = len * k / PIECES;
+                (place, entries.partition_point(|&(p, _)| p < place))
+            })
+            .collect();
         let fwd = |i: usize| perm.map_or(i, |p| p.arrays().0[i]);
         let signs = (0..n).map(|i| regularization.signs[fwd(i)]).collect();
         let tasks: Vec<Vec<usize>> = tree
@@ -215,7 +230,8 @@ impl SupernodalLdlt {
                 values_at,
                 updates,
                 updates_at,
-                dest,
+                entries,
+                pieces,
                 signs,
                 epsilon: regularization.epsilon,
                 delta: regularization.delta,
@@ -232,10 +248,20 @@ impl SupernodalLdlt {
     /// `l` (faer's layout of the factor's values).
     pub(crate) fn factor(&mut self, vals: &[f64], l: &mut [f64]) -> Result<()> {
         let plan = &self.plan;
-        l.par_chunks_mut(1 << 16).for_each(|c| c.fill(0.0));
-        for (&d, &v) in plan.dest.iter().zip(vals) {
-            l[d] = v;
+        // The matrix's values into the zeroed factor, by stretches on rayon's threads.
+        let mut stretches = Vec::with_capacity(PIECES);
+        let mut rest = &mut *l;
+        for w in plan.pieces.windows(2) {
+            let (own, tail) = std::mem::take(&mut rest).split_at_mut(w[1].0 - w[0].0);
+            stretches.push((own, w[0].0, &plan.entries[w[0].1..w[1].1]));
+            rest = tail;
         }
+        stretches.into_par_iter().for_each(|(own, first, entries)| {
+            own.fill(0.0);
+            for &(place, index) in entries {
+                own[place - first] = vals[index];
+            }
+        });
         let mut slots: Vec<&mut [f64]> = Vec::with_capacity(plan.values_at.len() - 1);
         let mut rest = l;
         for w in plan.values_at.windows(2) {
