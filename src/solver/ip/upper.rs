@@ -45,8 +45,7 @@ impl Upper {
         let mut next = row_ptr[..dim].to_vec();
         let (mut pos, mut col) = (vec![0; row_ptr[dim]], vec![0; row_ptr[dim]]);
         for (c, w) in col_ptr.windows(2).enumerate() {
-            for p in w[0]..w[1] {
-                let r = row_idx[p];
+            for (p, &r) in (w[0]..w[1]).zip(&row_idx[w[0]..w[1]]) {
                 if r != c {
                     pos[next[r]] = p;
                     col[next[r]] = c;
@@ -162,15 +161,16 @@ mod tests {
         let d = [1.0, 2.0, 0.5, 0.25, 4.0];
         let mut scaled = vals.clone();
         upper.scale(&mut scaled, &d);
-        let (mut k, cols) = (0, &upper.col_ptr);
+        let cols = &upper.col_ptr;
         for c in 0..5 {
-            for p in cols[c]..cols[c + 1] {
-                let r = upper.row_idx[p];
-                assert_eq!(scaled[p], full[r][c] * d[r] * d[c]);
-                k += 1;
+            for (&r, &v) in upper.row_idx[cols[c]..cols[c + 1]]
+                .iter()
+                .zip(&scaled[cols[c]..cols[c + 1]])
+            {
+                assert_eq!(v, full[r][c] * d[r] * d[c]);
             }
         }
-        assert_eq!(k, vals.len());
+        assert_eq!(cols[5], vals.len());
     }
 
     /// Past one task's rows and values (several chunks, a chunk starting inside a column),
