@@ -3,7 +3,7 @@
 
 use super::cones::{self, Block, Kind, Scaling};
 use super::kkt::Kkt;
-use super::standard::Standard;
+use super::standard::{Op, Standard};
 use super::{IpParams, StartingPoint};
 use crate::error::Result;
 use crate::solver::Status;
@@ -63,25 +63,6 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// `y += α M x` for a matrix in triplets; `sym` mirrors the off-diagonal entries (upper
-/// triangle of a symmetric matrix), `transpose` uses `Mᵀ`.
-fn add_product(
-    t: &[(usize, usize, f64)],
-    x: &[f64],
-    y: &mut [f64],
-    alpha: f64,
-    sym: bool,
-    transpose: bool,
-) {
-    for &(i, j, v) in t {
-        let (i, j) = if transpose { (j, i) } else { (i, j) };
-        y[i] += alpha * v * x[j];
-        if sym && i != j {
-            y[j] += alpha * v * x[i];
-        }
-    }
-}
-
 /// The residuals `r_d = P x + q − Aᵀ z`, `r_p = A x + Q z + b − s` and the scaled measures.
 pub(crate) fn residuals(
     std: &Standard,
@@ -90,14 +71,12 @@ pub(crate) fn residuals(
     r_p: &mut [f64],
 ) -> Measures {
     let (n, m) = (std.n, std.m);
-    let mut px = vec![0.0; n];
-    add_product(&std.p, &it.x, &mut px, 1.0, true, false);
-    let mut atz = vec![0.0; n];
-    add_product(&std.a, &it.z, &mut atz, 1.0, false, true);
-    let mut ax = vec![0.0; m];
-    add_product(&std.a, &it.x, &mut ax, 1.0, false, false);
-    let mut qz = vec![0.0; m];
-    add_product(&std.qz, &it.z, &mut qz, 1.0, true, false);
+    let (mut px, mut atz) = (vec![0.0; n], vec![0.0; n]);
+    let (mut ax, mut qz) = (vec![0.0; m], vec![0.0; m]);
+    std.mul(Op::P, &it.x, &mut px);
+    std.mul(Op::At, &it.z, &mut atz);
+    std.mul(Op::A, &it.x, &mut ax);
+    std.mul(Op::Q, &it.z, &mut qz);
     for j in 0..n {
         r_d[j] = px[j] + std.q[j] - atz[j];
     }
@@ -198,9 +177,12 @@ impl Newton<'_> {
         // Δs = A Δx + Q Δz + r_p (Algorithm 1 line 14, `Δy = DΔv + r_p`): the linearized
         // primal equation, exact whatever the conditioning of G² (computing it as
         // `G(λ \ r_c) − G² Δz` cancels catastrophically near the boundary of a cone).
-        d.s.copy_from_slice(self.r_p);
-        add_product(&self.std.a, &d.x, &mut d.s, 1.0, false, false);
-        add_product(&self.std.qz, &d.z, &mut d.s, 1.0, true, false);
+        let (mut ax, mut qz) = (vec![0.0; m], vec![0.0; m]);
+        self.std.mul(Op::A, &d.x, &mut ax);
+        self.std.mul(Op::Q, &d.z, &mut qz);
+        for (((s, r), a), q) in d.s.iter_mut().zip(self.r_p).zip(&ax).zip(&qz) {
+            *s = r + a + q;
+        }
         for b in &self.std.blocks {
             if b.kind == Kind::Free {
                 d.s[b.start] = 0.0;
@@ -356,7 +338,7 @@ pub(crate) fn starting_point(
             // x = 1, s = max(1, A x + b), z = s⁻¹ (the Jordan inverse on second-order cones).
             it.x.fill(1.0);
             let mut ax = vec![0.0; m];
-            add_product(&std.a, &it.x, &mut ax, 1.0, false, false);
+            std.mul(Op::A, &it.x, &mut ax);
             for b in &std.blocks {
                 let r = b.rows();
                 match b.kind {
@@ -663,10 +645,9 @@ fn certificate(std: &Standard, it: &Iterate, z0: f64) -> Option<Status> {
         return None;
     }
     let z: Vec<f64> = it.z.iter().map(|v| v / zn).collect();
-    let mut atz = vec![0.0; std.n];
-    add_product(&std.a, &z, &mut atz, 1.0, false, true);
-    let mut qz = vec![0.0; std.m];
-    add_product(&std.qz, &z, &mut qz, 1.0, true, false);
+    let (mut atz, mut qz) = (vec![0.0; std.n], vec![0.0; std.m]);
+    std.mul(Op::At, &z, &mut atz);
+    std.mul(Op::Q, &z, &mut qz);
     let scale = norm_inf(&std.b).max(f64::MIN_POSITIVE);
     let btz = dot(&std.b, &z);
     (btz < -1e-6 * scale && norm_inf(&atz) <= 1e-6 && norm_inf(&qz) <= 1e-6 * scale.max(1.0))

@@ -46,6 +46,22 @@ pub(crate) struct Standard {
     pub row_of: Vec<usize>,
     /// The row scaling `D` of each kept row (`γ = D z'`).
     pub d: Vec<f64>,
+    /// `P`, `A`, `Aᵀ` and `Q` row-compressed (the symmetric ones whole), for the products of
+    /// every iteration on rayon's threads ([`Standard::mul`]).
+    csr: [CsrMatrix; 4],
+}
+
+/// The matrices of [`Standard::mul`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Op {
+    /// `P`, `n × n`.
+    P,
+    /// `A`, `m × n`.
+    A,
+    /// `Aᵀ`, `n × m`.
+    At,
+    /// `Q`, `m × m`.
+    Q,
 }
 
 impl Standard {
@@ -92,7 +108,7 @@ impl Standard {
         }
         let mut qz: Triplets = Vec::new();
         let mut b = vec![0.0; m];
-        let (n, p, q, a);
+        let (n, p, q, mut a);
         if let Some(g) = sys.global() {
             n = g.h.nrows;
             p = upper(&g.h);
@@ -169,6 +185,29 @@ impl Standard {
             }
         }
         // The friction scaling: A' = D A, b' = D b, Q' = D Q D.
+        for t in &mut a {
+            t.2 *= d[t.0];
+        }
+        for t in &mut qz {
+            t.2 *= d[t.0] * d[t.1];
+        }
+        for (bi, di) in b.iter_mut().zip(&d) {
+            *bi *= di;
+        }
+        let whole = |upper: &Triplets| -> Triplets {
+            let mirror = upper.iter().filter(|t| t.0 != t.1).map(|&(i, j, v)| (j, i, v));
+            upper.iter().copied().chain(mirror).collect()
+        };
+        let at: Triplets = a.iter().map(|&(i, j, v)| (j, i, v)).collect();
+        let csr = |rows, cols, t: &Triplets| {
+            CsrMatrix::from_triplets(rows, cols, t).expect("the standard form's own entries")
+        };
+        let csr = [
+            csr(n, n, &whole(&p)),
+            csr(m, n, &a),
+            csr(n, m, &at),
+            csr(m, m, &whole(&qz)),
+        ];
         let mut out = Standard {
             n,
             m,
@@ -176,24 +215,20 @@ impl Standard {
             q,
             a,
             qz,
+            b_free: b.clone(),
             b,
-            b_free: Vec::new(),
             blocks,
             row_of,
             d,
+            csr,
         };
-        for t in &mut out.a {
-            t.2 *= out.d[t.0];
-        }
-        for t in &mut out.qz {
-            t.2 *= out.d[t.0] * out.d[t.1];
-        }
-        for (bi, di) in out.b.iter_mut().zip(&out.d) {
-            *bi *= di;
-        }
-        out.b_free = out.b.clone();
         out.set_bias(bias);
         out
+    }
+
+    /// `y = M x` for the matrix `op` (rows in parallel).
+    pub fn mul(&self, op: Op, x: &[f64], y: &mut [f64]) {
+        self.csr[op as usize].mul_vec(x, y);
     }
 
     /// Sets `b` to the standard form's of `r + bias` (`D(b + bias)`): a new bias needs no
