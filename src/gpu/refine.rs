@@ -53,7 +53,6 @@
 
 use std::time::Instant;
 
-
 use super::data::{
     CONE_BILATERAL, CONE_UNILATERAL, OperatorData, ProblemData, component_major, index, to_f32,
 };

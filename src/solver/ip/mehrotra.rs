@@ -73,10 +73,10 @@ pub(crate) fn residuals(
     let (n, m) = (std.n, std.m);
     let (mut px, mut atz) = (vec![0.0; n], vec![0.0; n]);
     let (mut ax, mut qz) = (vec![0.0; m], vec![0.0; m]);
-    std.mul(Op::P, &it.x, &mut px);
-    std.mul(Op::At, &it.z, &mut atz);
-    std.mul(Op::A, &it.x, &mut ax);
-    std.mul(Op::Q, &it.z, &mut qz);
+    std.add_mul(Op::P, &it.x, &mut px);
+    std.add_mul(Op::At, &it.z, &mut atz);
+    std.add_mul(Op::A, &it.x, &mut ax);
+    std.add_mul(Op::Q, &it.z, &mut qz);
     for j in 0..n {
         r_d[j] = px[j] + std.q[j] - atz[j];
     }
@@ -177,12 +177,9 @@ impl Newton<'_> {
         // Δs = A Δx + Q Δz + r_p (Algorithm 1 line 14, `Δy = DΔv + r_p`): the linearized
         // primal equation, exact whatever the conditioning of G² (computing it as
         // `G(λ \ r_c) − G² Δz` cancels catastrophically near the boundary of a cone).
-        let (mut ax, mut qz) = (vec![0.0; m], vec![0.0; m]);
-        self.std.mul(Op::A, &d.x, &mut ax);
-        self.std.mul(Op::Q, &d.z, &mut qz);
-        for (((s, r), a), q) in d.s.iter_mut().zip(self.r_p).zip(&ax).zip(&qz) {
-            *s = r + a + q;
-        }
+        d.s.copy_from_slice(self.r_p);
+        self.std.add_mul(Op::A, &d.x, &mut d.s);
+        self.std.add_mul(Op::Q, &d.z, &mut d.s);
         for b in &self.std.blocks {
             if b.kind == Kind::Free {
                 d.s[b.start] = 0.0;
@@ -338,7 +335,7 @@ pub(crate) fn starting_point(
             // x = 1, s = max(1, A x + b), z = s⁻¹ (the Jordan inverse on second-order cones).
             it.x.fill(1.0);
             let mut ax = vec![0.0; m];
-            std.mul(Op::A, &it.x, &mut ax);
+            std.add_mul(Op::A, &it.x, &mut ax);
             for b in &std.blocks {
                 let r = b.rows();
                 match b.kind {
@@ -646,8 +643,8 @@ fn certificate(std: &Standard, it: &Iterate, z0: f64) -> Option<Status> {
     }
     let z: Vec<f64> = it.z.iter().map(|v| v / zn).collect();
     let (mut atz, mut qz) = (vec![0.0; std.n], vec![0.0; std.m]);
-    std.mul(Op::At, &z, &mut atz);
-    std.mul(Op::Q, &z, &mut qz);
+    std.add_mul(Op::At, &z, &mut atz);
+    std.add_mul(Op::Q, &z, &mut qz);
     let scale = norm_inf(&std.b).max(f64::MIN_POSITIVE);
     let btz = dot(&std.b, &z);
     (btz < -1e-6 * scale && norm_inf(&atz) <= 1e-6 && norm_inf(&qz) <= 1e-6 * scale.max(1.0))

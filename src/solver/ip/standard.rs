@@ -18,6 +18,8 @@
 //! (then `s ∈ K_μ*` ⇔ `s' ∈ SOC` and `z'ᵀs' = zᵀs`); a cone with `μ = 0` keeps its normal row
 //! as `ℝ₊` and drops its tangent rows (`γt = 0`).
 
+use rayon::prelude::*;
+
 use super::cones::{Block, Kind};
 use crate::problem::{Cone, CsrMatrix, System};
 
@@ -47,11 +49,19 @@ pub(crate) struct Standard {
     /// The row scaling `D` of each kept row (`γ = D z'`).
     pub d: Vec<f64>,
     /// `P`, `A`, `Aᵀ` and `Q` row-compressed (the symmetric ones whole), for the products of
-    /// every iteration on rayon's threads ([`Standard::mul`]).
-    csr: [CsrMatrix; 4],
+    /// every iteration on rayon's threads ([`Standard::add_mul`]); of at least
+    /// [`PARALLEL_ROWS`] rows only.
+    csr: [Option<CsrMatrix>; 4],
 }
 
-/// The matrices of [`Standard::mul`].
+/// The rows from which [`Standard::add_mul`] runs on rayon's threads. Below, the triplets'
+/// scatter: rayon's dispatch costs more than these products, and the small Siconos problems
+/// keep their rounding (summed by rows, the iterations on their degenerate contacts changed
+/// — Confeti-ex13 13 → 16, OneObject-i100000-499 20 → 23 — and `ip` against Clarabel fell
+/// from 1.14 to 1.00 in geometric mean, seventeenth session).
+const PARALLEL_ROWS: usize = 4096;
+
+/// The matrices of [`Standard::add_mul`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Op {
     /// `P`, `n × n`.
@@ -195,18 +205,22 @@ impl Standard {
             *bi *= di;
         }
         let whole = |upper: &Triplets| -> Triplets {
-            let mirror = upper.iter().filter(|t| t.0 != t.1).map(|&(i, j, v)| (j, i, v));
+            let mirror = upper
+                .iter()
+                .filter(|t| t.0 != t.1)
+                .map(|&(i, j, v)| (j, i, v));
             upper.iter().copied().chain(mirror).collect()
         };
-        let at: Triplets = a.iter().map(|&(i, j, v)| (j, i, v)).collect();
-        let csr = |rows, cols, t: &Triplets| {
-            CsrMatrix::from_triplets(rows, cols, t).expect("the standard form's own entries")
+        let csr = |rows, cols, t: &dyn Fn() -> Triplets| {
+            (rows >= PARALLEL_ROWS).then(|| {
+                CsrMatrix::from_triplets(rows, cols, &t()).expect("the standard form's own entries")
+            })
         };
         let csr = [
-            csr(n, n, &whole(&p)),
-            csr(m, n, &a),
-            csr(n, m, &at),
-            csr(m, m, &whole(&qz)),
+            csr(n, n, &|| whole(&p)),
+            csr(m, n, &|| a.clone()),
+            csr(n, m, &|| a.iter().map(|&(i, j, v)| (j, i, v)).collect()),
+            csr(m, m, &|| whole(&qz)),
         ];
         let mut out = Standard {
             n,
@@ -226,9 +240,32 @@ impl Standard {
         out
     }
 
-    /// `y = M x` for the matrix `op` (rows in parallel).
-    pub fn mul(&self, op: Op, x: &[f64], y: &mut [f64]) {
-        self.csr[op as usize].mul_vec(x, y);
+    /// `y += M x` for the matrix `op`: by rows on rayon's threads from [`PARALLEL_ROWS`] rows,
+    /// below by a scatter over the triplets (`P`, `Q` mirrored).
+    pub fn add_mul(&self, op: Op, x: &[f64], y: &mut [f64]) {
+        if let Some(m) = &self.csr[op as usize] {
+            y.par_chunks_mut(PARALLEL_ROWS)
+                .enumerate()
+                .for_each(|(k, chunk)| {
+                    for (i, yi) in (k * PARALLEL_ROWS..).zip(chunk.iter_mut()) {
+                        *yi += m.row_dot(i, x);
+                    }
+                });
+            return;
+        }
+        let (t, sym, transpose) = match op {
+            Op::P => (&self.p, true, false),
+            Op::A => (&self.a, false, false),
+            Op::At => (&self.a, false, true),
+            Op::Q => (&self.qz, true, false),
+        };
+        for &(i, j, v) in t {
+            let (i, j) = if transpose { (j, i) } else { (i, j) };
+            y[i] += v * x[j];
+            if sym && i != j {
+                y[j] += v * x[i];
+            }
+        }
     }
 
     /// Sets `b` to the standard form's of `r + bias` (`D(b + bias)`): a new bias needs no

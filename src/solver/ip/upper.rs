@@ -11,7 +11,9 @@
 
 use rayon::prelude::*;
 
-/// Rows (or values) per rayon task: below it a pass runs on the calling thread.
+/// Rows (or values) per rayon task; a matrix of at most this many rows is passed over on
+/// the calling thread (rayon's dispatch costs more than its passes on the small Siconos
+/// problems).
 const CHUNK: usize = 4096;
 
 /// A symmetric matrix's upper triangle, column-compressed (`col_ptr`, `row_idx`), with the
@@ -20,7 +22,8 @@ pub(crate) struct Upper {
     pub(crate) col_ptr: Vec<usize>,
     pub(crate) row_idx: Vec<usize>,
     /// Row `r`'s entries `(r, c)`, `c > r`: `pos[row_ptr[r]..row_ptr[r + 1]]` their places
-    /// in the values, `col[…]` their columns.
+    /// in the values, `col[…]` their columns; empty for at most [`CHUNK`] rows, whose passes
+    /// scatter over the columns on the calling thread.
     row_ptr: Vec<usize>,
     pos: Vec<usize>,
     col: Vec<usize>,
@@ -31,6 +34,15 @@ impl Upper {
     /// diagonal) and its row view.
     pub(crate) fn new(col_ptr: Vec<usize>, row_idx: Vec<usize>) -> Self {
         let dim = col_ptr.len() - 1;
+        if dim <= CHUNK {
+            return Upper {
+                col_ptr,
+                row_idx,
+                row_ptr: Vec::new(),
+                pos: Vec::new(),
+                col: Vec::new(),
+            };
+        }
         let mut row_ptr = vec![0; dim + 1];
         for (c, w) in col_ptr.windows(2).enumerate() {
             for &r in &row_idx[w[0]..w[1]] {
@@ -64,6 +76,16 @@ impl Upper {
 
     /// Each row's ∞-norm of the symmetric matrix of values `vals`, into `norm`.
     pub(crate) fn row_norms(&self, vals: &[f64], norm: &mut [f64]) {
+        if self.row_ptr.is_empty() {
+            norm.fill(0.0);
+            for (c, w) in self.col_ptr.windows(2).enumerate() {
+                for (&r, v) in self.row_idx[w[0]..w[1]].iter().zip(&vals[w[0]..w[1]]) {
+                    norm[r] = norm[r].max(v.abs());
+                    norm[c] = norm[c].max(v.abs());
+                }
+            }
+            return;
+        }
         norm.par_chunks_mut(CHUNK)
             .enumerate()
             .for_each(|(k, chunk)| {
@@ -79,6 +101,14 @@ impl Upper {
 
     /// `vals ← D vals D`, `D = diag(d)`.
     pub(crate) fn scale(&self, vals: &mut [f64], d: &[f64]) {
+        if self.row_ptr.is_empty() {
+            for (c, w) in self.col_ptr.windows(2).enumerate() {
+                for (&r, v) in self.row_idx[w[0]..w[1]].iter().zip(&mut vals[w[0]..w[1]]) {
+                    *v *= d[r] * d[c];
+                }
+            }
+            return;
+        }
         vals.par_chunks_mut(CHUNK)
             .enumerate()
             .for_each(|(k, chunk)| {
@@ -94,8 +124,22 @@ impl Upper {
             });
     }
 
-    /// `y = K x`, `K` the symmetric matrix of values `vals`.
+    /// `y = K x`, `K` the symmetric matrix of values `vals`: by rows on rayon's threads past
+    /// [`CHUNK`] rows, below by a scatter over the columns (the rounding the small problems
+    /// had before, see `standard::PARALLEL_ROWS`).
     pub(crate) fn product(&self, vals: &[f64], x: &[f64], y: &mut [f64]) {
+        if self.row_ptr.is_empty() {
+            y.fill(0.0);
+            for (c, w) in self.col_ptr.windows(2).enumerate() {
+                for (&r, &v) in self.row_idx[w[0]..w[1]].iter().zip(&vals[w[0]..w[1]]) {
+                    y[r] += v * x[c];
+                    if r != c {
+                        y[c] += v * x[r];
+                    }
+                }
+            }
+            return;
+        }
         y.par_chunks_mut(CHUNK).enumerate().for_each(|(k, chunk)| {
             for (i, out) in (k * CHUNK..).zip(chunk.iter_mut()) {
                 let (lo, hi) = (self.col_ptr[i], self.col_ptr[i + 1]);
@@ -156,7 +200,11 @@ mod tests {
         upper.product(&vals, &x, &mut y);
         for (i, row) in full.iter().enumerate() {
             let want: f64 = row.iter().zip(&x).map(|(a, b)| a * b).sum();
-            assert!((y[i] - want).abs() < 1e-14, "row {i}: {} against {want}", y[i]);
+            assert!(
+                (y[i] - want).abs() < 1e-14,
+                "row {i}: {} against {want}",
+                y[i]
+            );
         }
         let d = [1.0, 2.0, 0.5, 0.25, 4.0];
         let mut scaled = vals.clone();
