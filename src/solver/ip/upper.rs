@@ -5,9 +5,10 @@
 //! diagonal lie in other columns: a pass that writes by rows (a row's ∞-norm, a row of the
 //! product) would scatter into shared slots. [`Upper`] keeps, once per pattern, where each
 //! row's entries right of the diagonal lie; every pass then gathers, each thread writing its
-//! own rows (or, for the scaling, its own stretch of values). On the settled pile of 4000
-//! spheres these passes ran on one thread at a quarter of the interior point's serial time
-//! (`benches/RESULTS.md`, seventeenth session).
+//! own rows (or, for the scaling, its own stretch of values). A matrix of at most [`CHUNK`]
+//! rows keeps the sequential scatter over its columns (and its rounding). On the settled
+//! pile of 4000 spheres these passes ran on one thread at a quarter of the interior point's
+//! serial time (`benches/RESULTS.md`, seventeenth session).
 
 use rayon::prelude::*;
 
@@ -101,27 +102,23 @@ impl Upper {
 
     /// `vals ← D vals D`, `D = diag(d)`.
     pub(crate) fn scale(&self, vals: &mut [f64], d: &[f64]) {
-        if self.row_ptr.is_empty() {
-            for (c, w) in self.col_ptr.windows(2).enumerate() {
-                for (&r, v) in self.row_idx[w[0]..w[1]].iter().zip(&mut vals[w[0]..w[1]]) {
-                    *v *= d[r] * d[c];
+        // A stretch of values from the `k`-th chunk's first on.
+        let stretch = |(k, chunk): (usize, &mut [f64])| {
+            let start = k * CHUNK;
+            // The column of the stretch's first value.
+            let mut c = self.col_ptr.partition_point(|&p| p <= start) - 1;
+            for (p, v) in (start..).zip(chunk.iter_mut()) {
+                while self.col_ptr[c + 1] <= p {
+                    c += 1;
                 }
+                *v *= d[self.row_idx[p]] * d[c];
             }
-            return;
+        };
+        if self.row_ptr.is_empty() {
+            stretch((0, vals));
+        } else {
+            vals.par_chunks_mut(CHUNK).enumerate().for_each(stretch);
         }
-        vals.par_chunks_mut(CHUNK)
-            .enumerate()
-            .for_each(|(k, chunk)| {
-                let start = k * CHUNK;
-                // The column of the chunk's first value.
-                let mut c = self.col_ptr.partition_point(|&p| p <= start) - 1;
-                for (p, v) in (start..).zip(chunk.iter_mut()) {
-                    while self.col_ptr[c + 1] <= p {
-                        c += 1;
-                    }
-                    *v *= d[self.row_idx[p]] * d[c];
-                }
-            });
     }
 
     /// `y = K x`, `K` the symmetric matrix of values `vals`: by rows on rayon's threads past
