@@ -81,8 +81,6 @@ const AHEAD_BODIES: usize = 8;
 /// since a body that two parts touch has a cell in each.
 const PARTS: usize = 16;
 
-/// The target of a lane whose side is the ground (or padding): no cell.
-const NONE: u32 = u32::MAX;
 
 /// How the iterate moves.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -203,7 +201,7 @@ struct Group<T: Lane, J: Rows<T>> {
     mu: Lanes<T>,
     bodies: [[u32; L]; 2],
     /// Per side and lane, the accumulator cell that receives `J_{k,s}ᵀ γ_k`, relative to
-    /// the first cell of the group's part ([`Spread`]); [`NONE`] for the ground.
+    /// the first cell of the group's part ([`Spread`]); for the ground, the part's sink.
     targets: [[u32; L]; 2],
 }
 
@@ -252,11 +250,13 @@ type ColouredOut<'a, T> = (
 /// are one contiguous range of the accumulator, numbered as its blocks first reach them,
 /// which its task zeroes and fills (plain memory, in the caches while the part runs: the
 /// blocks of a body are near one another in a packing's order); the body pass then sums
-/// each body's cells in part order and scales by `M⁻¹`.
+/// each body's cells in part order and scales by `M⁻¹`. The last cell of a part is its
+/// sink, which the sides on the ground (and the padding) add into and no body reads: the
+/// adds need no test.
 struct Spread {
     /// Groups per part: a multiple of [`CHUNK`].
     part: usize,
-    /// The number of cells of each part, in part order.
+    /// The number of cells of each part (its sink included), in part order.
     sizes: Vec<usize>,
     /// CSR over bodies of their cells (indices into the accumulator), in part order.
     cell_ptr: Vec<u32>,
@@ -268,7 +268,7 @@ impl Spread {
     /// bodies, the ground body `n_bodies`), and each group's targets.
     fn new(bodies: &[[[u32; L]; 2]], n_bodies: usize) -> (Spread, Vec<[[u32; L]; 2]>) {
         let part = bodies.len().div_ceil(PARTS).div_ceil(CHUNK).max(1) * CHUNK;
-        let mut all_targets = vec![[[NONE; L]; 2]; bodies.len()];
+        let mut all_targets = vec![[[0; L]; 2]; bodies.len()];
         let ground = n_bodies as u32;
         // Per body, the part of its latest cell and that cell.
         let mut latest = vec![(usize::MAX, 0u32); n_bodies];
@@ -293,19 +293,31 @@ impl Spread {
                     }
                 }
             }
+            // The sink, the ground's cell.
+            let sink = owner.len() as u32 - start;
+            owner.push(ground);
+            for (grp_targets, grp_bodies) in group_targets.iter_mut().zip(group_bodies) {
+                for (targets, bodies) in grp_targets.iter_mut().zip(grp_bodies) {
+                    for (target, &b) in targets.iter_mut().zip(bodies) {
+                        if b == ground {
+                            *target = sink;
+                        }
+                    }
+                }
+            }
             sizes.push(owner.len() - start as usize);
         }
         // The cells by body, each body's in cell (part) order.
         let mut cell_ptr = vec![0u32; n_bodies + 1];
-        for &b in &owner {
+        for &b in owner.iter().filter(|&&b| b != ground) {
             cell_ptr[b as usize + 1] += 1;
         }
         for i in 0..n_bodies {
             cell_ptr[i + 1] += cell_ptr[i];
         }
         let mut fill = cell_ptr.clone();
-        let mut cell_list = vec![0; owner.len()];
-        for (cell, &b) in owner.iter().enumerate() {
+        let mut cell_list = vec![0; owner.len() - sizes.len()];
+        for (cell, &b) in owner.iter().enumerate().filter(|&(_, &b)| b != ground) {
             cell_list[fill[b as usize] as usize] = cell as u32;
             fill[b as usize] += 1;
         }
@@ -318,9 +330,9 @@ impl Spread {
         (spread, all_targets)
     }
 
-    /// The number of cells.
+    /// The number of cells, the sinks included.
     fn cells(&self) -> usize {
-        self.cell_list.len()
+        self.sizes.iter().sum()
     }
 
     /// The cells of body `b`, if there is such a body (the ground has none).
@@ -457,7 +469,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             eta: [T::ZERO; L],
             mu: [-T::ONE; L],
             bodies: [[ground; L]; 2],
-            targets: [[NONE; L]; 2],
+            targets: [[0; L]; 2],
         };
         let mut groups = vec![empty; order.len() / L];
         let rigid = sys.compliance().iter().all(|&e| e == 0.0);
@@ -593,9 +605,6 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         T::store_products(moves, &J::transpose_times(&grp.jac, g), &mut blocks);
         for (l, block) in blocks.iter().enumerate() {
             for (side, targets) in block.iter().zip(&grp.targets) {
-                if targets[l] == NONE {
-                    continue;
-                }
                 // All `W` values (the padding adds zeros): one vector add of the record.
                 let cell = &mut cells[targets[l] as usize].v;
                 for c in 0..W {
@@ -631,7 +640,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             let b = first + i;
             if let Some(ahead) = self.spread.cells_of(b + AHEAD_BODIES) {
                 for &cell in ahead {
-                    moves.prefetch(&acc[cell as usize]);
+                    moves.prefetch_in(acc, cell as usize);
                 }
             }
             let mut sum = [T::ZERO; 6];
@@ -710,7 +719,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         if let Some(grp) = self.groups.get(gi) {
             for bodies in &grp.bodies {
                 for &b in bodies {
-                    moves.prefetch(&w[b as usize]);
+                    moves.prefetch_in(w, b as usize);
                 }
             }
         }
@@ -1351,10 +1360,10 @@ mod tests {
                 for l in 0..L {
                     let (b, t) = (grp_bodies[s][l], grp_targets[s][l]);
                     if b == ground {
-                        assert_eq!(t, NONE);
+                        assert_eq!(t as usize, spread.sizes[p] - 1, "the part's sink");
                         continue;
                     }
-                    assert!((t as usize) < spread.sizes[p]);
+                    assert!((t as usize) < spread.sizes[p] - 1);
                     acc[starts[p] + t as usize] += 1;
                     links[b as usize] += 1;
                 }

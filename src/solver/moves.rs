@@ -74,6 +74,9 @@ pub(crate) trait Moves: Copy {
     /// Asks the cache for the lines of `value`, with no wait for them: a hint, without
     /// effect on any value.
     fn prefetch<R>(self, value: &R);
+    /// As [`Moves::prefetch`], for `values[i]` where there is such a value (an address
+    /// past the slice is a hint too, never read: no bounds check in the hot loops).
+    fn prefetch_in<R>(self, values: &[R], i: usize);
 }
 
 /// The precisions of the kernel's lanes: a [`Real`] whose moves [`Moves`] provides.
@@ -166,6 +169,9 @@ impl Moves for Portable {
     /// None: the baseline has no prefetch that safe code can reach.
     #[inline(always)]
     fn prefetch<R>(self, _: &R) {}
+
+    #[inline(always)]
+    fn prefetch_in<R>(self, _: &[R], _: usize) {}
 }
 
 /// The AVX2 transposes. `f32`: lanes 0–3 and 4–7 are the two 128-bit halves of a
@@ -274,14 +280,30 @@ impl Moves for V3 {
     /// `prefetcht0` of each 64-byte line from the first byte to the last.
     #[inline(always)]
     fn prefetch<R>(self, value: &R) {
-        const T0: i32 = 3;
-        let first: *const i8 = (value as *const R).cast();
-        let mut at = 0;
-        while at < size_of::<R>() {
-            self.sse._mm_prefetch::<T0>(first.wrapping_add(at));
-            at += 64;
-        }
-        self.sse
+        lines::<R>(self, (value as *const R).cast());
+    }
+
+    #[inline(always)]
+    fn prefetch_in<R>(self, values: &[R], i: usize) {
+        lines::<R>(self, values.as_ptr().wrapping_add(i).cast());
+    }
+}
+
+/// `prefetcht0` of the 64-byte lines of an `R` at `first`: one per 64 bytes, and the
+/// line of the last byte unless the value lies in one line (aligned to its size, which
+/// divides 64: a body's [`Record`]).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn lines<R>(simd: V3, first: *const i8) {
+    const T0: i32 = 3;
+    let mut at = 0;
+    while at < size_of::<R>() {
+        simd.sse._mm_prefetch::<T0>(first.wrapping_add(at));
+        at += 64;
+    }
+    let one_line = size_of::<R>() <= align_of::<R>() && 64 % align_of::<R>() == 0;
+    if !one_line {
+        simd.sse
             ._mm_prefetch::<T0>(first.wrapping_add(size_of::<R>() - 1));
     }
 }
