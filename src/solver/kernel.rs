@@ -16,21 +16,19 @@
 //!   accumulator cell of its product ([`Spread`]). The compliance, when the problem has
 //!   some, is a stream of its own.
 //! - Per body: the diagonal of `M⁻¹` and the list of its accumulator cells; the body
-//!   velocities `w = M⁻¹ Jᵀ γ`, 6 values padded to 8 (one cache line in `f64`); the
-//!   coloured sweep keeps a copy of them at the sweep's start, and per colour its links
-//!   sorted by body ([`ColourLinks`]).
+//!   velocities `w = M⁻¹ Jᵀ γ`, 6 values padded to 8 (one cache line in `f64`), plain
+//!   values for Jacobi, atomic cells for the coloured sweep, whose blocks of one colour
+//!   update them in parallel (no two share a body), with a plain copy of their values at
+//!   the sweep's start.
 //!
 //! `M⁻¹ Jᵀ` is not stored, nor are the products. Jacobi's pass over the groups computes,
 //! with the rows already in registers, the new `γ_k` and its products `J_{k,s}ᵀ γ_k` (one
 //! 6-vector per side, transposed from the lanes in registers) and adds them into the
 //! accumulator cells of its part ([`Spread`]: one cell per body and part, mostly in the
 //! caches); the body pass then sums each body's cells, in part order, and scales by its
-//! `M⁻¹`. So an iteration reads the Jacobian once; so does a coloured sweep: per colour,
-//! a pass over its groups (each block measures the residual of the iterate the sweep
-//! started from with the copy of `w`, steps with the current `w`, and writes its products
-//! `J_{k,s}ᵀ Δγ_k` into a slot of its own), then an apply pass that adds `M⁻¹` times them
-//! into `w`, body ranges in parallel (no two blocks of a colour share a body: plain
-//! memory, no atomics, whose loads and stores are one scalar per value). Every loop the dispatched
+//! `M⁻¹`. So an iteration reads the Jacobian once; so
+//! does a coloured sweep, whose blocks measure the residual of the iterate they start from
+//! with the plain copy of `w` before their step reads the cells. Every loop the dispatched
 //! functions run is an `#[inline(always)]` function or a plain loop: a closure there may
 //! be left out of line by LLVM and compiled for the baseline (SSE2), which halved the
 //! `f64` pass's speed before. The residual of an iterate is accumulated by the pass that
@@ -48,7 +46,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::lanes::{self, Cones, L, Lanes};
-use super::moves::{Isa, Lane, Moves, Products, Record, Task, W};
+use super::moves::{Isa, Lane, Moves, Record, Task, W};
 use super::progress::{Progress, initial_iterate};
 use super::rows::{Compact, Full, Rows, Velocities};
 use super::traffic::{Term, Traffic};
@@ -69,9 +67,6 @@ const CHUNK: usize = 128;
 /// samples on the load of the indices four groups ahead), and on the random gathers.
 const AHEAD: usize = 4;
 
-/// Bodies per rayon task of the body passes.
-const BODIES: usize = CHUNK * L;
-
 /// How many bodies ahead the body pass asks the cache for the accumulator cells of a
 /// body ([`Spread`]).
 const AHEAD_BODIES: usize = 8;
@@ -80,7 +75,6 @@ const AHEAD_BODIES: usize = 8;
 /// ([`Spread`]): a fixed number, so that the sums do not depend on the threads, and few,
 /// since a body that two parts touch has a cell in each.
 const PARTS: usize = 16;
-
 
 /// How the iterate moves.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -224,23 +218,9 @@ type JacobiOut<'a, T> = (&'a mut [Impulses<T>], &'a mut [Record<T>]);
 enum Scratch<T: Lane> {
     /// Jacobi's accumulator cells ([`Spread`]).
     Jacobi { acc: Vec<Record<T>> },
-    /// The coloured sweep's velocities, updated in place, and its colours' products.
-    Colored {
-        live: Vec<Record<T>>,
-        deltas: Vec<Deltas<T>>,
-    },
+    /// The coloured sweep's velocities, which its blocks update in place.
+    Colored { shared: Shared<T> },
 }
-
-/// A group's products `J_{k,s}ᵀ Δγ_k` in the coloured sweep, lane by lane.
-type Deltas<T> = [Products<T>; L];
-
-/// Where the coloured sweep writes: the next iterate, the velocities `w` it updates, and
-/// the products of a colour's groups ([`ColourLinks`]).
-type ColouredOut<'a, T> = (
-    &'a mut [Impulses<T>],
-    &'a mut [Record<T>],
-    &'a mut [Deltas<T>],
-);
 
 /// Where the group passes sum the products `J_{k,s}ᵀ γ_k` into body velocities, with no
 /// array of products: the groups are cut into parts of `part` consecutive groups (at most
@@ -362,51 +342,67 @@ fn zero<T: Lane>(cells: &mut [Record<T>]) {
     }
 }
 
-/// The velocities in `w` of the bodies `bodies`, in lanes.
-#[inline(always)]
-fn gather<T: Lane, M: Moves>(moves: M, w: &[Record<T>], bodies: &[u32; L]) -> [Lanes<T>; 6] {
-    let mut rows = [&w[0].v; L];
-    for (row, &b) in rows.iter_mut().zip(bodies) {
-        *row = &w[b as usize].v;
+/// The body velocities `w` as the block passes read them: plain values (Jacobi's, written
+/// by the body pass only; the coloured sweep's copy of its cells at the sweep's start, for
+/// the residual), atomic cells for the coloured sweep's steps ([`Shared`]).
+trait Cells<T: Lane>: Sync {
+    /// The velocities of the bodies `bodies` in lanes.
+    fn gather<M: Moves>(&self, moves: M, bodies: &[u32; L]) -> [Lanes<T>; 6];
+    /// Asks the cache for the records of `bodies` ([`Moves::prefetch`]).
+    fn prefetch<M: Moves>(&self, moves: M, bodies: &[u32; L]);
+}
+
+impl<T: Lane> Cells<T> for [Record<T>] {
+    #[inline(always)]
+    fn gather<M: Moves>(&self, moves: M, bodies: &[u32; L]) -> [Lanes<T>; 6] {
+        let mut rows = [&self[0].v; L];
+        for (row, &b) in rows.iter_mut().zip(bodies) {
+            *row = &self[b as usize].v;
+        }
+        T::gather(moves, rows)
     }
-    T::gather(moves, rows)
+
+    #[inline(always)]
+    fn prefetch<M: Moves>(&self, moves: M, bodies: &[u32; L]) {
+        for &b in bodies {
+            moves.prefetch_in(self, b as usize);
+        }
+    }
 }
 
-/// Where the coloured sweep's steps reach the body velocities: a colour's links (block
-/// side and its body), sorted by body and cut at the body ranges of [`BODIES`] bodies.
-/// A colour's block pass writes each block's `J_{k,s}ᵀ Δγ_k` into its own slot, in block
-/// order; the colour's apply pass then adds `M⁻¹_b` times them into `w`, each body range
-/// one task with its records as a plain mutable slice (no two blocks of a colour share a
-/// body, so each body receives at most one product per colour, and the sums do not depend
-/// on the threads).
-struct ColourLinks {
-    /// `(body, slot)`, by body: slot `2 (L g + l) + s` is side `s` of lane `l` of the
-    /// colour's group `g`.
-    links: Vec<(u32, u32)>,
-    /// The first link of each body range, and the end.
-    starts: Vec<usize>,
-}
+/// Body velocities in atomic cells, which the blocks of one colour update in parallel.
+struct Shared<T: Lane>(Vec<[T::Atomic; W]>);
 
-impl ColourLinks {
-    /// The links of the groups `groups` (one colour) on `n_bodies` bodies (the ground
-    /// `n_bodies`, which has none).
-    fn new(groups: &[[[u32; L]; 2]], n_bodies: usize) -> ColourLinks {
-        let mut links = Vec::new();
-        for (g, sides) in groups.iter().enumerate() {
-            for l in 0..L {
-                for (s, bodies) in sides.iter().enumerate() {
-                    if (bodies[l] as usize) < n_bodies {
-                        links.push((bodies[l], (2 * (L * g + l) + s) as u32));
-                    }
-                }
+impl<T: Lane> Cells<T> for Shared<T> {
+    /// One scalar load per value: atomic loads never merge into vector loads.
+    #[inline(always)]
+    fn gather<M: Moves>(&self, _: M, bodies: &[u32; L]) -> [Lanes<T>; 6] {
+        let mut v = [[T::ZERO; L]; 6];
+        for (l, &b) in bodies.iter().enumerate() {
+            let cell = load_cells::<T>(&self.0[b as usize]);
+            for c in 0..6 {
+                v[c][l] = cell[c];
             }
         }
-        links.sort_unstable();
-        let starts = (0..=n_bodies.div_ceil(BODIES))
-            .map(|r| links.partition_point(|&(b, _)| (b as usize) < r * BODIES))
-            .collect();
-        ColourLinks { links, starts }
+        v
     }
+
+    #[inline(always)]
+    fn prefetch<M: Moves>(&self, moves: M, bodies: &[u32; L]) {
+        for &b in bodies {
+            moves.prefetch_in(&self.0, b as usize);
+        }
+    }
+}
+
+/// The values of a body's atomic cells (the padding zero).
+#[inline(always)]
+fn load_cells<T: Lane>(cell: &[T::Atomic; W]) -> [T; W] {
+    let mut v = [T::ZERO; W];
+    for c in 0..6 {
+        v[c] = T::load(&cell[c]);
+    }
+    v
 }
 
 /// The kernel's data for one system, in precision `T`, rows encoded by `J`.
@@ -417,12 +413,11 @@ pub(crate) struct Kernel<T: Lane, J: Rows<T>> {
     colours: Vec<Range<usize>>,
     groups: Vec<Group<T, J>>,
     compliance: Option<Vec<[Lanes<T>; 3]>>,
-    /// The diagonal of `M⁻¹` per body, the ground (zero) last.
-    inv_mass: Vec<Record<T>>,
+    /// The diagonal of `M⁻¹`, 6 values per body, the ground (zero) last, then [`W`] − 6
+    /// zeros: body `b`'s values begin a window of [`W`] ([`Kernel::inv_mass_of`]).
+    inv_mass: Vec<T>,
     /// Where the groups' products `J_{k,s}ᵀ γ_k` are summed.
     spread: Spread,
-    /// The coloured sweep's links of each colour (none for Jacobi).
-    links: Vec<ColourLinks>,
     r_norm: f64,
     /// De Saxcé's shift of the model velocity (the Coulomb friction model).
     shift: bool,
@@ -435,13 +430,11 @@ pub(crate) struct Kernel<T: Lane, J: Rows<T>> {
 }
 
 impl<T: Lane, J: Rows<T>> Kernel<T, J> {
-    /// The kernel of `sys` (factored, operator `f`) for `sweep` with the blocks in the
-    /// order of `colours` (each a list of system blocks; one list for Jacobi), block steps
-    /// `eta`.
+    /// The kernel of `sys` (factored, operator `f`) with the blocks in the order of
+    /// `colours` (each a list of system blocks; one list for Jacobi), block steps `eta`.
     pub(crate) fn new(
         sys: &System,
         f: &FactoredOperator,
-        sweep: Sweep,
         colours: &[&[usize]],
         eta: &[f64],
         settings: &Settings,
@@ -494,24 +487,12 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         }
         let bodies: Vec<_> = groups.iter().map(|g| g.bodies).collect();
         let (spread, targets) = Spread::new(&bodies, n_bodies);
-        let links = match sweep {
-            Sweep::Jacobi => Vec::new(),
-            Sweep::Colored => ranges
-                .iter()
-                .map(|r| ColourLinks::new(&bodies[r.clone()], n_bodies))
-                .collect(),
-        };
         for (grp, t) in groups.iter_mut().zip(targets) {
             grp.targets = t;
         }
-        // Padded with zeros as the records of `w` are, so that the coloured sweep's apply
-        // pass scales a product by a record's multiply.
-        let mut inv_mass: Vec<Record<T>> = f
-            .inv_mass()
-            .iter()
-            .map(|m| Record::new(std::array::from_fn(|c| m.get(c).map_or(T::ZERO, |&x| t(x)))))
-            .collect();
-        inv_mass.push(Record::new([T::ZERO; W]));
+        let mut inv_mass: Vec<T> = f.inv_mass().iter().flatten().map(|&x| t(x)).collect();
+        // The ground's 6 zeros, then the rest of its window.
+        inv_mass.resize(inv_mass.len() + W, T::ZERO);
         Kernel {
             order,
             colours: ranges,
@@ -519,12 +500,26 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             compliance,
             inv_mass,
             spread,
-            links,
             r_norm: sys.r().iter().map(|x| x * x).sum::<f64>().sqrt(),
             shift: settings.friction == FrictionModel::Coulomb,
             velocity_residual: settings.criterion == Criterion::Velocity,
             isa: Isa::detect(),
         }
+    }
+
+    /// The number of bodies (the ground not counted).
+    fn bodies(&self) -> usize {
+        (self.inv_mass.len() - W) / 6
+    }
+
+    /// The diagonal of `M⁻¹` of body `b` (the ground's zero) and the next [`W`] − 6 values
+    /// (stored densely, 6 per body: a window of [`W`] for the gathers' 16-byte pieces,
+    /// which read the 6).
+    #[inline(always)]
+    fn inv_mass_of(&self, b: usize) -> &[T; W] {
+        self.inv_mass[6 * b..6 * b + W]
+            .try_into()
+            .expect("a window of the bodies' values")
     }
 
     /// `γ` of the system (`f64`, rows in system order) in kernel order, a group per `L`
@@ -651,7 +646,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                     sum[c] += v[c];
                 }
             }
-            let m = &self.inv_mass[b].v;
+            let m = self.inv_mass_of(b);
             for c in 0..6 {
                 wb.v[c] = lanes::flushed(sum[c] * m[c]);
             }
@@ -662,17 +657,17 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// `u_k = J_k w + E_k γ_k + r_k`, `û_k = u_k + μ_k ‖u_t‖ e_n` under the Coulomb model
     /// (De Saxcé's shift; zero for unilateral and bilateral blocks).
     #[inline(always)]
-    fn velocity<M: Moves>(
+    fn velocity<C: Cells<T> + ?Sized, M: Moves>(
         &self,
         moves: M,
         gi: usize,
         g: &Impulses<T>,
-        w: &[Record<T>],
+        w: &C,
     ) -> ([Lanes<T>; 3], [Lanes<T>; 3]) {
         let grp = &self.groups[gi];
         let wb: Velocities<T> = [
-            gather(moves, w, &grp.bodies[0]),
-            gather(moves, w, &grp.bodies[1]),
+            w.gather(moves, &grp.bodies[0]),
+            w.gather(moves, &grp.bodies[1]),
         ];
         let jw = J::times(&grp.jac, &wb);
         let mut u = [
@@ -705,7 +700,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// Asks the cache for the record of group `gi + 2 AHEAD` and for the records in `w`
     /// of group `gi + AHEAD`'s bodies, where there are such groups ([`Moves::prefetch`]).
     #[inline(always)]
-    fn prefetch<M: Moves>(&self, moves: M, gi: usize, w: &[Record<T>]) {
+    fn prefetch<C: Cells<T> + ?Sized, M: Moves>(&self, moves: M, gi: usize, w: &C) {
         if let Some(grp) = self.groups.get(gi + 2 * AHEAD) {
             moves.prefetch(grp);
         }
@@ -715,12 +710,10 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// Asks the cache for the records in `w` of group `gi`'s bodies, if there is such a
     /// group.
     #[inline(always)]
-    fn prefetch_bodies<M: Moves>(&self, moves: M, gi: usize, w: &[Record<T>]) {
+    fn prefetch_bodies<C: Cells<T> + ?Sized, M: Moves>(&self, moves: M, gi: usize, w: &C) {
         if let Some(grp) = self.groups.get(gi) {
             for bodies in &grp.bodies {
-                for &b in bodies {
-                    moves.prefetch_in(w, b as usize);
-                }
+                w.prefetch(moves, bodies);
             }
         }
     }
@@ -744,13 +737,13 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// Adds the residual terms of group `gi` (cones `cone`) at `γ` = `g` to `sums`;
     /// returns `û`.
     #[inline(always)]
-    fn measure<M: Moves>(
+    fn measure<C: Cells<T> + ?Sized, M: Moves>(
         &self,
         moves: M,
         gi: usize,
         cone: &Cones<T>,
         g: &Impulses<T>,
-        w: &[Record<T>],
+        w: &C,
         sums: &mut LaneSums<T>,
     ) -> [Lanes<T>; 3] {
         let grp = &self.groups[gi];
@@ -805,11 +798,10 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     }
 
     /// The coloured Gauss–Seidel step of the groups `gs` (from group `first`, one colour,
-    /// the first colour of the sweep when `first_colour`) into `out`, with the velocities
-    /// `w` the colours before have reached; each block's `J_{k,s}ᵀ Δγ_k` into its slots in
-    /// `deltas` ([`ColourLinks`]). Returns the residual sums at `gs`, measured with
-    /// `plain`, the velocities `w` had before the sweep (on the group's record already
-    /// loaded for the step: no pass of its own).
+    /// the first colour of the sweep when `first_colour`) into `out`, each followed by its
+    /// update of the cells `w`; returns the residual sums at `gs`, measured with `plain`,
+    /// the velocities `w` had before the sweep (on the group's record already loaded for
+    /// the step: no pass of its own).
     #[inline(always)]
     fn sweep_chunk<M: Moves>(&self, moves: M, task: SweepChunk<'_, T, J>) -> Sums {
         let SweepChunk {
@@ -817,20 +809,28 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             first_colour,
             gs,
             out,
-            deltas,
             plain,
             w,
             omega,
             ..
         } = task;
+        let ground = self.bodies() as u32;
         let mut sums = LaneSums::ZERO;
-        for (i, ((g, o), d)) in gs.iter().zip(out).zip(deltas).enumerate() {
+        for (i, (g, o)) in gs.iter().zip(out).enumerate() {
             let gi = first + i;
             self.prefetch(moves, gi, plain);
-            if !first_colour {
-                self.prefetch_bodies(moves, gi + AHEAD, w);
-            }
+            self.prefetch_bodies(moves, gi + AHEAD, w);
             let grp = &self.groups[gi];
+            // `M⁻¹` of the group's bodies in lanes (records, as `w`'s), loaded ahead of the
+            // arithmetic that needs it last (its random reads then overlap the work before).
+            let mut inv_mass: Velocities<T> = [[[T::ZERO; L]; 6]; 2];
+            for (side, bodies) in inv_mass.iter_mut().zip(&grp.bodies) {
+                let mut rows = [self.inv_mass_of(0); L];
+                for (row, &b) in rows.iter_mut().zip(bodies) {
+                    *row = self.inv_mass_of(b as usize);
+                }
+                *side = T::gather(moves, rows);
+            }
             let cone = Cones::of(&grp.mu);
             let before = self.measure(moves, gi, &cone, g, plain, &mut sums);
             // The colours before this one have moved `w` since the sweep began.
@@ -846,31 +846,25 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 lanes::sub(o[1], g[1]),
                 lanes::sub(o[2], g[2]),
             ];
-            T::store_products(moves, &J::transpose_times(&grp.jac, &delta), d);
-        }
-        sums.total()
-    }
-
-    /// `w_b += M⁻¹_b J_{k,s}ᵀ Δγ_k` for the links `links` (one colour's, on the bodies
-    /// `ws` from body `first`) of the products `deltas` ([`ColourLinks`]).
-    #[inline(always)]
-    fn apply_chunk(
-        &self,
-        first: usize,
-        ws: &mut [Record<T>],
-        links: &[(u32, u32)],
-        deltas: &[Deltas<T>],
-    ) {
-        for &(b, slot) in links {
-            let (b, slot) = (b as usize, slot as usize);
-            let d = &deltas[slot / (2 * L)][slot / 2 % L][slot % 2];
-            let m = &self.inv_mass[b].v;
-            let wb = &mut ws[b - first].v;
-            // All `W` values (the padding adds zero times zero): vector operations.
-            for c in 0..W {
-                wb[c] = lanes::flushed(wb[c] + m[c] * d[c]);
+            let mut d = J::transpose_times(&grp.jac, &delta);
+            for (side, m) in d.iter_mut().zip(&inv_mass) {
+                for c in 0..6 {
+                    side[c] = lanes::mul(side[c], m[c]);
+                }
+            }
+            for (side, bodies) in d.iter().zip(&grp.bodies) {
+                for (l, &b) in bodies.iter().enumerate() {
+                    if b == ground {
+                        continue;
+                    }
+                    let wb = &w.0[b as usize];
+                    for c in 0..6 {
+                        T::store(&wb[c], lanes::flushed(T::load(&wb[c]) + side[c][l]));
+                    }
+                }
             }
         }
+        sums.total()
     }
 
     /// One pass over the groups at `gamma` with body velocities `w = M⁻¹ Jᵀ γ`: the
@@ -916,75 +910,59 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     ) -> Sums {
         match scratch {
             Scratch::Jacobi { acc } => self.jacobi_pass(gamma, w, omega, (next, acc)),
-            Scratch::Colored { live, deltas } => {
-                self.colored_pass(gamma, w, omega, (next, live, deltas))
-            }
+            Scratch::Colored { shared } => self.colored_pass(gamma, w, shared, omega, next),
         }
     }
 
-    /// `plain = w` (every body but the ground), the velocities at the iterate the next
-    /// coloured sweep starts from, at which it measures the residual.
-    fn copy_velocities(&self, w: &[Record<T>], plain: &mut [Record<T>]) {
-        plain
-            .par_chunks_mut(BODIES)
-            .zip(w.par_chunks(BODIES))
-            .for_each(|(p, w)| p.copy_from_slice(w));
+    /// The values of the cells `shared` in `w` (every body but the ground), for the
+    /// residual measured in the next coloured sweep: its gathers are then vector loads,
+    /// which atomic loads never are (`T::load` is one scalar load per value).
+    fn unshare(&self, shared: &Shared<T>, w: &mut [Record<T>]) {
+        w.par_chunks_mut(CHUNK * L)
+            .zip(shared.0.par_chunks(CHUNK * L))
+            .for_each(|(ws, cells)| {
+                for (wb, cell) in ws.iter_mut().zip(cells) {
+                    wb.v = load_cells::<T>(cell);
+                }
+            });
     }
 
     /// One coloured Gauss–Seidel sweep from `gamma` into `next`: each colour's groups in
-    /// parallel, each moved with the velocities `w` the colours before it reached, then
-    /// `w_b += M⁻¹_b J_{k,s}ᵀ Δγ_k` for the colour's blocks, body ranges in parallel
-    /// ([`ColourLinks`]; no two blocks of a colour share a body). `plain` holds `w = M⁻¹
-    /// Jᵀ γ` at `gamma`, the velocities before the sweep: each block measures its residual
-    /// at `gamma` with it (as Jacobi's pass does), so the residual needs no pass of its
-    /// own. Returns the residual sums at `gamma`, added colour by colour.
+    /// parallel, each moved with the current cells `w`, which it then updates,
+    /// `w_b += M⁻¹_b J_{k,s}ᵀ Δγ_k` (no two blocks of a colour share a body, so no two
+    /// lanes either). `plain` holds `w = M⁻¹ Jᵀ γ` at `gamma`, the cells' values before
+    /// the sweep: each block measures its residual at `gamma` with it (as Jacobi's pass
+    /// does), so the residual needs no pass of its own. Returns the residual sums at
+    /// `gamma`, added colour by colour.
     fn colored_pass(
         &self,
         gamma: &[Impulses<T>],
         plain: &[Record<T>],
+        w: &Shared<T>,
         omega: T,
-        (next, w, deltas): ColouredOut<'_, T>,
+        next: &mut [Impulses<T>],
     ) -> Sums {
         let mut sums = Sums::default();
-        let bodies = self.inv_mass.len() - 1;
-        for (colour, (range, links)) in self.colours.iter().zip(&self.links).enumerate() {
+        for (colour, range) in self.colours.iter().enumerate() {
             let start = range.start;
-            let deltas = &mut deltas[..range.len()];
-            let live: &[Record<T>] = w;
             let parts: Vec<Sums> = next[range.clone()]
                 .par_chunks_mut(CHUNK)
                 .zip(gamma[range.clone()].par_chunks(CHUNK))
-                .zip(deltas.par_chunks_mut(CHUNK))
                 .enumerate()
-                .map(|(c, ((out, gs), deltas))| {
+                .map(|(c, (out, gs))| {
                     self.isa.run(SweepChunk {
                         kernel: self,
                         first: start + c * CHUNK,
                         first_colour: colour == 0,
                         gs,
                         out,
-                        deltas,
                         plain,
-                        w: live,
+                        w,
                         omega,
                     })
                 })
                 .collect();
             sums = parts.into_iter().fold(sums, Sums::merge);
-            let deltas: &[Deltas<T>] = deltas;
-            w[..bodies]
-                .par_chunks_mut(BODIES)
-                .zip(links.starts.par_windows(2))
-                .enumerate()
-                .for_each(|(r, (ws, ends))| {
-                    self.isa.run(ApplyChunk {
-                        kernel: self,
-                        first: r * BODIES,
-                        ws,
-                        links: &links.links[ends[0]..ends[1]],
-                        deltas,
-                    })
-                });
         }
         sums
     }
@@ -1057,9 +1035,8 @@ struct SweepChunk<'a, T: Lane, J: Rows<T>> {
     first_colour: bool,
     gs: &'a [Impulses<T>],
     out: &'a mut [Impulses<T>],
-    deltas: &'a mut [Deltas<T>],
     plain: &'a [Record<T>],
-    w: &'a [Record<T>],
+    w: &'a Shared<T>,
     omega: T,
 }
 
@@ -1069,25 +1046,6 @@ impl<T: Lane, J: Rows<T>> Task for SweepChunk<'_, T, J> {
     #[inline(always)]
     fn run<M: Moves>(self, moves: M) -> Sums {
         self.kernel.sweep_chunk(moves, self)
-    }
-}
-
-/// A body range of a colour's apply pass ([`Kernel::apply_chunk`]).
-struct ApplyChunk<'a, T: Lane, J: Rows<T>> {
-    kernel: &'a Kernel<T, J>,
-    first: usize,
-    ws: &'a mut [Record<T>],
-    links: &'a [(u32, u32)],
-    deltas: &'a [Deltas<T>],
-}
-
-impl<T: Lane, J: Rows<T>> Task for ApplyChunk<'_, T, J> {
-    type Output = ();
-
-    #[inline(always)]
-    fn run<M: Moves>(self, _: M) {
-        self.kernel
-            .apply_chunk(self.first, self.ws, self.links, self.deltas)
     }
 }
 
@@ -1155,27 +1113,22 @@ fn run<T: Lane, J: Rows<T>>(job: &Job) -> Report {
         groups,
     } = job;
     let eta = block_steps(sys, settings.block_step);
-    let kernel = Kernel::<T, J>::new(sys, f, sweep, groups, &eta, settings);
+    let kernel = Kernel::<T, J>::new(sys, f, groups, &eta, settings);
     let omega = T::from_f64(omega);
     let gamma0 = initial_iterate(sys, settings);
     let mut cur = kernel.gather(sys, &gamma0);
     let mut next = cur.clone();
     // `w` at `cur`, as the passes read it.
-    let mut w = vec![Record::new([T::ZERO; W]); kernel.inv_mass.len()];
+    let mut w = vec![Record::new([T::ZERO; W]); kernel.bodies() + 1];
     let bodies = w.len() - 1;
     let mut acc = vec![Record::new([T::ZERO; W]); kernel.spread.cells()];
     kernel.velocities_at(&cur, &mut acc, &mut w[..bodies]);
     // Jacobi's pass leaves `J_{k,s}ᵀ next_k` in the cells `acc`; the coloured sweep, `w`
-    // at `next` in `live` (updated in place, colour by colour), with its colours' products
-    // in `deltas`.
+    // at `next` in its atomic cells (updated in place, block by block).
     let mut scratch = match sweep {
         Sweep::Jacobi => Scratch::Jacobi { acc },
         Sweep::Colored => Scratch::Colored {
-            live: w.clone(),
-            deltas: vec![
-                [[[T::ZERO; W]; 2]; L];
-                kernel.colours.iter().map(|r| r.len()).max().unwrap_or(0)
-            ],
+            shared: Shared(w.iter().map(|r| r.v.map(T::atomic)).collect()),
         },
     };
     let sums = kernel.pass(&cur, &mut next, &w, &mut scratch, omega);
@@ -1195,9 +1148,7 @@ fn run<T: Lane, J: Rows<T>>(job: &Job) -> Report {
         std::mem::swap(&mut cur, &mut next);
         match &scratch {
             Scratch::Jacobi { acc } => kernel.body_velocities(acc, &mut w[..bodies]),
-            Scratch::Colored { live, .. } => {
-                kernel.copy_velocities(&live[..bodies], &mut w[..bodies])
-            }
+            Scratch::Colored { shared } => kernel.unshare(shared, &mut w[..bodies]),
         }
         let sums = kernel.pass(&cur, &mut next, &w, &mut scratch, omega);
         let res = sums.residual(kernel.r_norm);
@@ -1251,11 +1202,11 @@ fn spread_cells(f: &FactoredOperator, colours: &[&[usize]]) -> usize {
 /// `w` written once and read once (`8 + (VALUES + 11) t` per block plus `18 t` per body:
 /// 312 B in `f64` and 160 B in `f32` on the compact rows of a cubic packing, 3 contacts
 /// per body); the model adds the gathers (2 bodies per block, mostly cache hits) and
-/// the cells (mostly cache hits too). The coloured sweep: the copy of `w` at the sweep's
-/// start (per body its record read and written); per block its record, the gathers of
-/// `w` a second time (the current values for the step), the new `γ_k` and its products
-/// written (16 values); per link ([`ColourLinks`]) its body and slot, its product's 6
-/// values and `M⁻¹` read, `w` read and written.
+/// the cells (mostly cache hits too). The coloured sweep: the copy of
+/// the cells `w` into plain values (per body 6 read, 6 written); per block its record,
+/// the gathers of `w` twice (the plain values for the residual in pieces, the cells for
+/// the step value by value), the gathers of `M⁻¹` in pieces and the new `γ_k`; per link
+/// `w` read and written.
 pub(crate) fn traffic(
     sys: &System,
     sweep: Sweep,
@@ -1300,15 +1251,11 @@ pub(crate) fn traffic(
         Sweep::Colored => vec![
             Term {
                 what: "w copy",
-                bytes: bodies * 2 * W as u64 * t,
+                bytes: bodies * 12 * t,
             },
             Term {
                 what: "residual, sweep",
-                bytes: blocks * (record + gathers + 3 * t + 2 * W as u64 * t),
-            },
-            Term {
-                what: "M⁻¹Jᵀ Δγ",
-                bytes: links * (8 + 24 * t),
+                bytes: blocks * (record + 12 * t + 3 * t + gathers) + links * 12 * t,
             },
         ],
     };
