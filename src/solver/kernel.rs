@@ -821,8 +821,9 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             self.prefetch(moves, gi, plain);
             self.prefetch_bodies(moves, gi + AHEAD, w);
             let grp = &self.groups[gi];
-            // `M⁻¹` of the group's bodies in lanes (records, as `w`'s), loaded ahead of the
-            // arithmetic that needs it last (its random reads then overlap the work before).
+            // `M⁻¹` of the group's bodies in lanes (from their windows by the transposes, as
+            // `w`), loaded ahead of the arithmetic that needs it last (its random reads then
+            // overlap the work before).
             let mut inv_mass: Velocities<T> = [[[T::ZERO; L]; 6]; 2];
             for (side, bodies) in inv_mass.iter_mut().zip(&grp.bodies) {
                 let mut rows = [self.inv_mass_of(0); L];
