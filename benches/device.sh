@@ -6,7 +6,7 @@
 # compared against, optional) and the GPU test binaries (`cargo test --release --no-run
 # --test NAME`, copied as NAME). Writes logs, JSON summaries
 # and reports under $OUT and prints a summary table last. Usage:
-#   bash benches/device.sh [PART...]   parts: host big scaling throughput coulomb tests largest
+#   bash benches/device.sh [PART...]   parts: host big scaling throughput cpu coulomb tests largest
 set -u
 bin=/tmp/device-bin
 out=/tmp/device-out
@@ -17,7 +17,7 @@ for f in .dev/bin/*.xz; do
     "$f" "$bin/$(basename "${f%.xz}")"
 done
 chmod +x "$bin"/*
-parts=${*:-host big scaling throughput coulomb tests largest}
+parts=${*:-host big scaling throughput cpu coulomb tests largest}
 
 # The Vulkan loader and NVIDIA's driver manifest (see the device tool's README).
 # NVIDIA's Vulkan driver (in libGLX_nvidia) needs glvnd's libGLdispatch: the debs of
@@ -129,6 +129,13 @@ for part in $parts; do
       --device cpu,gpu --precision f64,f32 --iterations 30 --out "$out/throughput" \
       >"$out/throughput.log" 2>&1
     note "bench throughput: rc $? ($((SECONDS - t0)) s)"
+    ;;
+  cpu)
+    # The CPU kernels on all the machine's threads: Jacobi and the coloured PGS (issue 16).
+    t0=$SECONDS
+    timeout 300 "$bin/signorini" bench throughput --solvers jacobi,pgs-colored --sizes 1e6 \
+      --device cpu --precision f64,f32 --iterations 30 --out "$out/cpu" >"$out/cpu.log" 2>&1
+    note "bench throughput (cpu): rc $? ($((SECONDS - t0)) s)"
     ;;
   coulomb)
     # The outer De Saxcé rounds' GPU cost: spg-gpu at 1e5 spheres, CCP against Coulomb.
