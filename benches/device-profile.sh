@@ -2,10 +2,11 @@
 # A CPU profile of the host's side of the GPU-resident step on the lent GPU machine (issue 14's
 # host time), which has no `perf`: carry the development machine's, with the libraries it
 # links, as `.dev/perf.tar.xz` (`perf/perf` and `perf/lib*.so*`: `cp /usr/bin/perf` and the
-# `ldd` list but libc, libm, ld-linux), and a stripped-of-debug-info release build (symbols
-# kept: `strip --strip-debug`) as `.dev/bin/signorini.xz`. Samples `cpu-clock` at 4 kHz after
-# the first 1.5 s (the setup) of 1000 steps of 1e5 spheres, 100 Jacobi iterations per step;
-# writes flat profiles (all threads, by thread, the main thread's) under $OUT.
+# `ldd` list but libc, libm, ld-linux), and a release build with its symbols (`strip
+# --strip-debug`; call graphs need `RUSTFLAGS="-C force-frame-pointers=yes"`) as
+# `.dev/bin/signorini.xz`. Samples `cpu-clock` at 4 kHz after the first 1.5 s (the setup) of
+# 1000 steps of 1e5 spheres, 100 Jacobi iterations per step; writes flat and inclusive
+# profiles (all threads, by thread, the main thread's) and the top symbols' callers under $OUT.
 #   bash benches/device-profile.sh
 set -u
 # `device.sh` with no part: the binaries unpacked, the Vulkan loader installed.
@@ -24,10 +25,12 @@ if perf --version >/dev/null 2>&1; then
     --out /tmp/sim-p >"$OUT/sim.json" 2>"$OUT/sim.err"
   perf report -i /tmp/perf.data --no-children --sort pid --stdio -g none 2>/dev/null | head -40 > "$OUT/by-thread.txt"
   perf report -i /tmp/perf.data --no-children --sort sym --stdio -g none 2>/dev/null | head -150 > "$OUT/by-sym.txt"
-  perf report -i /tmp/perf.data --children --sort sym --stdio -g none 2>/dev/null | head -120 > "$OUT/children.txt"
+  perf report -i /tmp/perf.data --children --sort sym --stdio -g none 2>/dev/null | head -200 > "$OUT/children.txt"
+  perf report -i /tmp/perf.data --no-children --sort sym --stdio -g caller --percent-limit 1.5 \
+    2>/dev/null | head -1500 > "$OUT/callers.txt"
   t=$(perf script -i /tmp/perf.data -F pid 2>/dev/null | head -1 | tr -d ' ')
   echo "main thread $t"
-  perf report -i /tmp/perf.data --tid "$t" --children --sort sym --stdio -g none 2>/dev/null | head -150 > "$OUT/main-children.txt"
+  perf report -i /tmp/perf.data --tid "$t" --children --sort sym --stdio -g none 2>/dev/null | head -200 > "$OUT/main-children.txt"
   perf report -i /tmp/perf.data --tid "$t" --no-children --sort sym --stdio -g none 2>/dev/null | head -150 > "$OUT/main-self.txt"
 else
   echo "no perf"; "$bin" "${args[@]}" --out /tmp/sim-p >"$OUT/sim.json"
