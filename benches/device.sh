@@ -2,10 +2,9 @@
 # The device checks of issues 14, 16 and 20 in one run on a lent GPU machine (the `device`
 # tool; no Rust toolchain there). Run from the repository root with stripped release builds
 # made on the development machine in `.dev/bin` (ignored: name `.dev` and `.gl` in the
-# tool's `carry`; each `xz`-compressed as
-# NAME.xz to fit the tool's 64 MiB): `signorini` (this tree), `signorini-base` (the commit
-# compared against, optional) and the GPU test binaries (`cargo test --release --no-run
-# --test NAME`, copied as NAME). Writes logs, JSON summaries
+# tool's `carry`; each `xz`-compressed as NAME.xz to fit the tool's 64 MiB): `signorini` (this
+# tree), `signorini-base` (the commit compared against, optional) and the GPU test binaries
+# (`cargo test --release --no-run --test NAME`, copied as NAME). Writes logs, JSON summaries
 # and reports under $OUT and prints a summary table last. Usage:
 #   bash benches/device.sh [PART...]   parts: host big scaling throughput cpu coulomb tests largest
 # (no part: the binaries unpacked and the Vulkan loader installed, for `device-profile.sh`).
