@@ -23,15 +23,15 @@ args=(simulate scenes/balls_in_box.toml --set "container.0.half_size=[$h,$h]"
 if perf --version >/dev/null 2>&1; then
   perf record -D 1500 -e cpu-clock -F 4000 -g -o /tmp/perf.data "$bin" "${args[@]}" \
     --out /tmp/sim-p >"$OUT/sim.json" 2>"$OUT/sim.err"
-  perf report -i /tmp/perf.data --no-children --sort pid --stdio -g none 2>/dev/null | head -40 > "$OUT/by-thread.txt"
-  perf report -i /tmp/perf.data --no-children --sort sym --stdio -g none 2>/dev/null | head -150 > "$OUT/by-sym.txt"
-  perf report -i /tmp/perf.data --children --sort sym --stdio -g none 2>/dev/null | head -200 > "$OUT/children.txt"
-  perf report -i /tmp/perf.data --no-children --sort sym --stdio -g caller --percent-limit 1.5 \
-    2>/dev/null | head -1500 > "$OUT/callers.txt"
+  report() { perf report -i /tmp/perf.data --stdio "$@" 2>/dev/null; }
+  report --no-children --sort pid -g none | head -40 >"$OUT/by-thread.txt"
+  report --no-children --sort sym -g none | head -150 >"$OUT/by-sym.txt"
+  report --children --sort sym -g none | head -200 >"$OUT/children.txt"
+  report --no-children --sort sym -g caller --percent-limit 1.5 | head -1500 >"$OUT/callers.txt"
   t=$(perf script -i /tmp/perf.data -F pid 2>/dev/null | head -1 | tr -d ' ')
   echo "main thread $t"
-  perf report -i /tmp/perf.data --tid "$t" --children --sort sym --stdio -g none 2>/dev/null | head -200 > "$OUT/main-children.txt"
-  perf report -i /tmp/perf.data --tid "$t" --no-children --sort sym --stdio -g none 2>/dev/null | head -150 > "$OUT/main-self.txt"
+  report --tid "$t" --children --sort sym -g none | head -200 >"$OUT/main-children.txt"
+  report --tid "$t" --no-children --sort sym -g none | head -150 >"$OUT/main-self.txt"
 else
   echo "no perf"; "$bin" "${args[@]}" --out /tmp/sim-p >"$OUT/sim.json"
 fi
