@@ -82,7 +82,8 @@ wall = d["wall_s"] / n
 print(f"{name}: rc {rc} pipeline {d['pipeline']} bodies {d['bodies']} contacts(max) "
       f"{d['max_contacts']} it/step {d['mean_iterations']:.1f} rounds {d['mean_rounds']:.1f} "
       f"wall {wall*1e3:.2f} ms/step host {d['host_s']*1e3:.3f} ms/step "
-      f"share {d['host_s']/wall:.3f} res {d['max_residual']:.2e} ({secs} s)")
+      f"share {d['host_s']/wall:.3f} res {d['max_residual']:.2e} "
+      f"mem {d.get('gpu_memory_bytes', 0) / max(d['bodies'], 1):.0f} B/body ({secs} s)")
 EOF
 }
 

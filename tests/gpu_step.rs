@@ -553,6 +553,45 @@ fn the_room_for_contacts_grows_when_a_step_overflows() {
     assert_ne!(rows[0].0.status, Status::NumericalError);
 }
 
+/// The room grows on the device, the state and the warm start's last contacts and impulses
+/// copied from the old buffers into the new: a run that starts with room for one contact
+/// per sphere (an overflow at the first step, then growth as the pile gathers contacts)
+/// steps bit for bit as one with the usual room.
+#[test]
+fn growing_the_room_keeps_the_state_bit_for_bit() {
+    let Some(ctx) = context() else { return };
+    let mut world = common::load_scene("balls_in_box.toml", &[("lattice.0.count", "300")]).world;
+    world.settings.max_iter = 30;
+    let limit = ctx.adapter_summary().max_storage_binding_size;
+    let run = |room: u32| {
+        let exec = signorini::gpu::step::DeviceExec::new(ctx.clone());
+        let mut gpu = Resident::with_room(exec, &world, limit, room, StepSolver::Jacobi).unwrap();
+        let (mut rows, mut rooms) = (Vec::new(), Vec::new());
+        for _ in 0..40 {
+            gpu.step().unwrap();
+            rows.extend(gpu.flush().unwrap().into_iter().map(|(s, _)| {
+                let bits = [s.residual, s.max_penetration, s.kinetic_energy].map(f64::to_bits);
+                (s.contacts, s.iterations, bits)
+            }));
+            rooms.push(gpu.pipeline_mut().params().capacity);
+        }
+        let mut state = world.clone();
+        gpu.sync(&mut state).unwrap();
+        let poses: Vec<_> = state.bodies.iter().map(|b| b.pose).collect();
+        rooms.dedup();
+        (rows, poses, rooms)
+    };
+    let (usual, grown) = (run(resident::CONTACTS_PER_SPHERE), run(1));
+    eprintln!("rooms: {:?} and {:?}", usual.2, grown.2);
+    assert!(
+        grown.2.len() >= 3,
+        "an overflow and a growth before one: {:?}",
+        grown.2
+    );
+    assert_eq!(usual.0, grown.0, "statistics");
+    assert_eq!(usual.1, grown.1, "poses");
+}
+
 /// A non-finite state is flagged on the GPU: the step's status is `numerical_error`, the
 /// run stops there (its row written, `stopped` says which step), frames so far kept.
 #[test]

@@ -1,4 +1,4 @@
-// The step's contacts, offsets and impulses kept for the next step's warm start, one
+// The step's offsets, contacts' other sides and impulses kept for the next step's warm start, one
 // invocation per contact (with its rows) or offset; nothing is kept from a step whose contacts
 // overflowed the room (the previous step's stay, for the step taken again).
 // Mirror: `src/gpu/cpu/step.rs::step_keep`.
@@ -8,7 +8,7 @@
 @group(0) @binding(2) var<storage, read> contacts: array<GpuContact>;
 @group(0) @binding(3) var<storage, read> gamma: array<f32>;
 @group(0) @binding(4) var<storage, read_write> prev_offsets: array<u32>;
-@group(0) @binding(5) var<storage, read_write> prev_contacts: array<GpuContact>;
+@group(0) @binding(5) var<storage, read_write> prev_others: array<u32>;
 @group(0) @binding(6) var<storage, read_write> prev_gamma: array<f32>;
 
 @compute @workgroup_size(256)
@@ -25,7 +25,7 @@ fn main(
         prev_offsets[i] = offsets[i];
     }
     if i < count {
-        prev_contacts[i] = contacts[i];
+        prev_others[i] = contacts[i].other;
         for (var j = params.dim * i; j < params.dim * (i + 1u); j++) {
             prev_gamma[j] = gamma[j];
         }

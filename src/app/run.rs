@@ -150,6 +150,9 @@ pub struct Summary {
     /// the CPU: the whole step; on `gpu-solve`: collision, assembly and the solve's host
     /// side including its waits (an upper bound).
     pub host_s: f64,
+    /// Device memory of the GPU-resident step's buffers at the end of the run (the room for
+    /// contacts as it grew), bytes; 0 on the other pipelines.
+    pub gpu_memory_bytes: u64,
     /// The step at which the run stopped early and why (a non-finite state), if it did.
     pub stopped: Option<String>,
     /// Snapshots written.
@@ -470,6 +473,7 @@ fn steps_of(
     if let Some(res) = &mut resident {
         res.sync(world)?;
         host_s += res.host_s();
+        summary.gpu_memory_bytes = res.memory_bytes();
     }
     if let Some(csv) = csv {
         csv.finish()?;

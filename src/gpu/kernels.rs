@@ -418,7 +418,7 @@ pub const STEP_CONTACT_ROWS: Kernel = kernel!(step step_contact_rows, false, Blo
 /// Warm start by contact key.
 pub const STEP_WARM_START: Kernel = kernel!(step step_warm_start, false, Blocks, [
     params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
-    blocks: Read [Blocks], prev_offsets: Read [Words], prev_contacts: Read [Contacts],
+    blocks: Read [Blocks], prev_offsets: Read [Words], prev_others: Read [Words],
     prev_gamma: Read [Rows], gamma: Write [Rows]]);
 /// Body links: the sort keys.
 pub const STEP_LINK_KEYS: Kernel = kernel!(step step_link_keys, false, Items, [
@@ -466,7 +466,7 @@ pub const STEP_COULOMB: Kernel = kernel!(step step_coulomb, false, Blocks, [
 /// Keeps the step's contacts and impulses for the next warm start (not an overflowed step's).
 pub const STEP_KEEP: Kernel = kernel!(step step_keep, false, Items, [
     params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
-    gamma: Read [Rows], prev_offsets: Write [Words], prev_contacts: Write [Contacts],
+    gamma: Read [Rows], prev_offsets: Write [Words], prev_others: Write [Words],
     prev_gamma: Write [Rows]]);
 /// Per-step statistics and the NaN flag (workgroup partials).
 pub const STEP_STATS: Kernel = kernel!(step step_stats, true, Items, [

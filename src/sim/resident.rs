@@ -21,10 +21,30 @@ use crate::gpu::step::{
 use crate::problem::FrictionModel;
 use crate::solver::{Criterion, Jacobi, Status};
 
-/// Room for contacts per sphere to begin with, over the whole scene (a settled pile has
-/// about 3 per sphere: 304 242 contacts for 100 005 spheres in `balls_in_box`); the room
-/// doubles when a step finds more.
+/// Room for contacts per sphere to begin with, over the whole scene (a packing of
+/// touching spheres has about 3 per sphere: 304 242 contacts for 100 005 spheres in
+/// `balls_in_box`); the room grows as the contacts come near it ([`grown_room`]): a settled
+/// pile has nearly 6 within the envelope (577 042 for the same spheres after 300 steps).
 pub const CONTACTS_PER_SPHERE: u32 = 4;
+
+/// The room for contacts after steps whose largest contact count was `peak` in a room of
+/// `capacity`, on a device whose storage bindings hold `limit` bytes: `None` while `peak`
+/// stays below seven eighths of the room, else a quarter more than `peak` and than the
+/// room (a pile settling slowly grows it a few times, not at each batch) — at most what
+/// the bindings hold, unless the steps overflowed (`peak > capacity`: then the room must
+/// grow, and a room too large is refused, naming the buffer).
+pub fn grown_room(capacity: u32, peak: u64, limit: u64) -> Option<u64> {
+    let capacity = u64::from(capacity);
+    let wanted = (5 * peak.max(capacity)).div_ceil(4);
+    // The largest buffers hold 32 bytes per contact; 3 rows per contact keep u32 indices.
+    let most = (limit / 32).min(u64::from(u32::MAX) / 3);
+    if peak > capacity {
+        Some(wanted)
+    } else {
+        let room = wanted.min(most);
+        (8 * peak > 7 * capacity && room > capacity).then_some(room)
+    }
+}
 
 /// Why `world` cannot be stepped by the GPU-resident pipeline, or `None` when it can: its
 /// dynamic bodies must be spheres, every other body a (fixed or kinematic) plane, and it
@@ -312,8 +332,9 @@ impl<E: Executor> Resident<E> {
 
     /// The statistics of the steps recorded since the last flush, each with the residual
     /// of the world's criterion (one readback). A step whose contacts overflowed the room
-    /// did not move the state: the room grows (doubled, or to the count found and a quarter
-    /// more) and the steps from it are taken again.
+    /// did not move the state: the room grows ([`grown_room`]) and the steps from it are
+    /// taken again. A batch whose contacts came near the room grows it too, before a step
+    /// overflows.
     pub fn flush(&mut self) -> Result<Vec<Row>> {
         let mut out = Vec::new();
         loop {
@@ -327,27 +348,29 @@ impl<E: Executor> Resident<E> {
                 self.rounds += s.rounds;
                 out.push(self.stats(s, wall));
             }
-            let Some(over) = batch.get(good) else {
+            let peak = batch.iter().map(|s| s.contacts).max().unwrap_or(0);
+            let (capacity, limit) = (self.pipeline().params().capacity, self.pipeline().limit());
+            let Some(room) = grown_room(capacity, peak as u64, limit) else {
                 self.add_host(start, waited);
                 return Ok(out);
             };
-            let redo = self.issued - self.done;
-            let capacity = self.pipeline().params().capacity;
-            let wanted = (2 * u64::from(capacity)).max(over.contacts as u64 * 5 / 4);
-            let grown = u32::try_from(wanted).map_err(|_| {
+            let room = u32::try_from(room).map_err(|_| {
                 Error::Gpu(format!(
-                    "{} contacts at step {}: more than the GPU-resident step indexes",
-                    over.contacts,
+                    "{peak} contacts at step {}: more than the GPU-resident step indexes",
                     self.start.1 + self.done + 1
                 ))
             })?;
+            let redo = self.issued - self.done;
             let pipeline = self.pipeline.take().expect("a pipeline between calls");
-            self.pipeline = Some(pipeline.with_capacity(grown)?);
+            self.pipeline = Some(pipeline.with_capacity(room)?);
             self.issued = self.done;
             for _ in 0..redo {
                 self.issue()?;
             }
             self.add_host(start, waited);
+            if redo == 0 {
+                return Ok(out);
+            }
         }
     }
 
@@ -472,4 +495,23 @@ pub fn largest_scene(limit: u64) -> u64 {
     let by_memory = limit / per_sphere_bytes;
     let by_index = u64::from(u32::MAX) / u64::from(3 * CONTACTS_PER_SPHERE);
     by_memory.min(by_index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grown_room;
+
+    #[test]
+    fn the_room_grows_by_a_quarter_near_its_end_within_the_bindings() {
+        let limit = 1 << 30;
+        assert_eq!(grown_room(800, 0, limit), None);
+        assert_eq!(grown_room(800, 700, limit), None);
+        assert_eq!(grown_room(800, 701, limit), Some(1000));
+        assert_eq!(grown_room(800, 2000, limit), Some(2500));
+        // Near the bindings' size: as far as they hold, or not at all.
+        assert_eq!(grown_room(800, 760, 32 * 900), Some(900));
+        assert_eq!(grown_room(800, 760, 32 * 800), None);
+        // An overflow must grow, whatever the bindings hold (then refused, naming them).
+        assert_eq!(grown_room(800, 801, 32 * 800), Some(1002));
+    }
 }

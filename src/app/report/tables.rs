@@ -111,6 +111,11 @@ pub fn summary(s: &Summary, dir: &Path) -> String {
     for (label, value) in rows {
         out += &format!("{label:<18} {value}\n");
     }
+    if s.gpu_memory_bytes > 0 {
+        let per_body = s.gpu_memory_bytes as f64 / s.bodies.max(1) as f64;
+        let memory = format!("{} B ({per_body:.0} B per body)", s.gpu_memory_bytes);
+        out += &format!("{:<18} {memory}\n", "GPU memory");
+    }
     if let Some(stopped) = &s.stopped {
         out += &format!("{:<18} {stopped}\n", "stopped at");
     }

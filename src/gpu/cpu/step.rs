@@ -340,7 +340,7 @@ pub fn step_warm_start(
     contacts: &[GpuContact],
     blocks: &[GpuBlock],
     prev_offsets: &[u32],
-    prev_contacts: &[GpuContact],
+    prev_others: &[u32],
     prev_gamma: &[f32],
     gamma: &mut [f32],
 ) {
@@ -348,19 +348,19 @@ pub fn step_warm_start(
     if count > p.capacity {
         return;
     }
-    let mut prev = prev_offsets[p.n_bodies as usize];
-    if prev > p.capacity {
-        prev = 0;
-    }
-    let previous = &prev_contacts[..prev as usize];
+    let kept = prev_offsets[p.n_bodies as usize] <= p.capacity;
     let dim = p.dim as usize;
     for (k, c) in contacts[..count as usize].iter().enumerate() {
-        let at = previous.partition_point(|a| (a.owner, a.other) < (c.owner, c.other));
+        // The previous contacts of c's owner, by `other`.
+        let (lo, hi) = if kept {
+            let o = c.owner as usize;
+            (prev_offsets[o] as usize, prev_offsets[o + 1] as usize)
+        } else {
+            (0, 0)
+        };
+        let at = lo + prev_others[lo..hi].partition_point(|&other| other < c.other);
         let mut g = [0.0f32; 3];
-        if previous
-            .get(at)
-            .is_some_and(|a| (a.owner, a.other) == (c.owner, c.other))
-        {
+        if at < hi && prev_others[at] == c.other {
             g[..dim].copy_from_slice(&prev_gamma[dim * at..dim * at + dim]);
         }
         let x = project(blocks[k].kind, blocks[k].mu, g);
@@ -452,7 +452,7 @@ pub fn step_keep(
     contacts: &[GpuContact],
     gamma: &[f32],
     prev_offsets: &mut [u32],
-    prev_contacts: &mut [GpuContact],
+    prev_others: &mut [u32],
     prev_gamma: &mut [f32],
 ) {
     let n = p.n_bodies as usize;
@@ -462,7 +462,9 @@ pub fn step_keep(
     }
     let count = count as usize;
     prev_offsets[..=n].copy_from_slice(&offsets[..=n]);
-    prev_contacts[..count].copy_from_slice(&contacts[..count]);
+    for (other, c) in prev_others[..count].iter_mut().zip(&contacts[..count]) {
+        *other = c.other;
+    }
     let rows = p.dim as usize * count;
     prev_gamma[..rows].copy_from_slice(&gamma[..rows]);
 }

@@ -18,8 +18,10 @@ use crate::gpu::kernels::{Access, Kernel};
 pub trait Executor {
     /// The operations of a schedule, prepared for this executor.
     type Program;
-    /// Creates the buffers (with their initial contents), replacing any from before.
-    fn create(&mut self, specs: &[BufferSpec]) -> Result<()>;
+    /// Creates the buffers (with their initial contents), replacing any from before; each
+    /// [`Carry`] first copies the start of an old buffer into a new one, where the
+    /// executor runs (on the device: no round trip through the host).
+    fn create(&mut self, specs: &[BufferSpec], carry: &[Carry]) -> Result<()>;
     /// Prepares `ops` over the buffers of [`Executor::create`].
     fn program(&mut self, ops: &[Op]) -> Result<Self::Program>;
     /// Writes `bytes` into `buf` at byte `offset`, before the next run.
@@ -33,6 +35,18 @@ pub trait Executor {
     /// Seconds [`Executor::run`] has spent so far waiting for earlier runs to finish (the
     /// device keeps at most three runs in flight); none on the CPU.
     fn waited_s(&self) -> f64;
+}
+
+/// Contents kept when [`Executor::create`] replaces the buffers: the first `bytes` of the
+/// old buffer `from` become those of the new buffer `to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Carry {
+    /// The buffer before.
+    pub from: Buf,
+    /// The buffer after (at least `bytes` long).
+    pub to: Buf,
+    /// Bytes kept (at most the old buffer's size).
+    pub bytes: u64,
 }
 
 /// Submissions the device executor lets run ahead of the GPU: enough to keep it busy while
@@ -293,8 +307,8 @@ impl DeviceExec {
 impl Executor for DeviceExec {
     type Program = DeviceProgram;
 
-    fn create(&mut self, specs: &[BufferSpec]) -> Result<()> {
-        self.buffers = specs
+    fn create(&mut self, specs: &[BufferSpec], carry: &[Carry]) -> Result<()> {
+        let buffers: Vec<wgpu::Buffer> = specs
             .iter()
             .map(|spec| {
                 let access = if spec.uniform {
@@ -313,6 +327,18 @@ impl Executor for DeviceExec {
                 buffer
             })
             .collect();
+        if !carry.is_empty() {
+            // Behind what was submitted before, ahead of what comes (the writes of the
+            // initial contents above land first: the carried buffers have none).
+            let mut encoder = self.encoder();
+            for c in carry {
+                let (from, to) = (&self.buffers[c.from.0], &buffers[c.to.0]);
+                encoder.copy_buffer_to_buffer(from, 0, to, 0, c.bytes);
+            }
+            self.ctx.queue.submit([encoder.finish()]);
+        }
+        // The old buffers are freed once the copies are done.
+        self.buffers = buffers;
         Ok(())
     }
 
@@ -473,8 +499,8 @@ impl MirrorExec {
 impl Executor for MirrorExec {
     type Program = Vec<Op>;
 
-    fn create(&mut self, specs: &[BufferSpec]) -> Result<()> {
-        self.buffers = specs
+    fn create(&mut self, specs: &[BufferSpec], carry: &[Carry]) -> Result<()> {
+        let mut buffers: Vec<Vec<u8>> = specs
             .iter()
             .map(|spec| {
                 let mut bytes = vec![0u8; spec.bytes as usize];
@@ -484,6 +510,11 @@ impl Executor for MirrorExec {
                 bytes
             })
             .collect();
+        for c in carry {
+            let n = c.bytes as usize;
+            buffers[c.to.0][..n].copy_from_slice(&self.buffers[c.from.0][..n]);
+        }
+        self.buffers = buffers;
         Ok(())
     }
 

@@ -39,7 +39,7 @@ mod pipeline;
 mod schedule;
 
 pub use data::{GpuBody, GpuContact, GpuPlane, Span, StepGate, StepParams};
-pub use exec::{DeviceExec, DeviceProgram, Dispatch, Executor, MirrorExec};
+pub use exec::{Carry, DeviceExec, DeviceProgram, Dispatch, Executor, MirrorExec};
 pub use pipeline::{Assembly, GpuStepStats, KernelTimes, RING, StageTimes, StepPipeline};
 pub use schedule::{
     Buf, BufferSpec, CHECK_EVERY, Named, Op, SLOT_BYTES, Schedule, StatsSlot, StepSolver,

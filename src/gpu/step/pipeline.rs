@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use super::data::{GpuBody, GpuContact, GpuPlane, StepParams};
-use super::exec::{DeviceExec, Executor};
+use super::exec::{Carry, DeviceExec, Executor};
 use super::schedule::{SLOT_BYTES, Schedule, StatsSlot, StepSolver};
 use crate::error::{Error, Result};
 use crate::gpu::GpuBlock;
@@ -91,15 +91,29 @@ impl<E: Executor> StepPipeline<E> {
     /// `method` ([`Schedule::new`]); `limit` is the storage binding limit of the device (a
     /// buffer above it is refused, naming it).
     pub fn new(
-        mut exec: E,
+        exec: E,
         params: StepParams,
         bodies: &[GpuBody],
         method: StepSolver,
         warm_start: bool,
         limit: u64,
     ) -> Result<Self> {
-        let schedule = Schedule::new(&params, bodies, method, warm_start, RING, limit)?;
-        exec.create(&schedule.buffers)?;
+        let schedule = Schedule::new(&params, Some(bodies), method, warm_start, RING, limit)?;
+        Self::realize(exec, schedule, &[], params, method, warm_start, limit)
+    }
+
+    /// The pipeline of `schedule` on `exec`, whose buffers replace those before (`carry`
+    /// kept from them).
+    fn realize(
+        mut exec: E,
+        schedule: Schedule,
+        carry: &[Carry],
+        params: StepParams,
+        method: StepSolver,
+        warm_start: bool,
+        limit: u64,
+    ) -> Result<Self> {
+        exec.create(&schedule.buffers, carry)?;
         let detect = exec.program(&schedule.detect)?;
         let solve = exec.program(&schedule.solve)?;
         let record = schedule
@@ -124,6 +138,11 @@ impl<E: Executor> StepPipeline<E> {
     /// The method of the solve.
     pub fn method(&self) -> StepSolver {
         self.method
+    }
+
+    /// The device's storage binding size the buffers were checked against.
+    pub fn limit(&self) -> u64 {
+        self.limit
     }
 
     /// The sizes and scalars of the kernels.
@@ -229,36 +248,37 @@ impl<E: Executor> StepPipeline<E> {
     }
 
     /// A pipeline like this one with room for `capacity` (at least the current) contacts,
-    /// from the current state and the last good step's contacts and impulses.
-    pub fn with_capacity(mut self, capacity: u32) -> Result<Self> {
-        let bodies = self.read_bodies()?;
-        let named = self.schedule.named;
-        let kept: Vec<Vec<u8>> = [named.prev_offsets, named.prev_contacts, named.prev_gamma]
-            .into_iter()
-            .map(|buf| self.exec.read(buf, 0, self.schedule.buffers[buf.0].bytes))
-            .collect::<Result<_>>()?;
+    /// from the current state and the last good step's contacts and impulses (for the warm
+    /// start), which stay where the executor runs: copied there from the old buffers.
+    pub fn with_capacity(self, capacity: u32) -> Result<Self> {
         let params = StepParams {
             capacity,
             ..self.params
         };
-        let mut grown = Self::new(
-            self.exec,
-            params,
-            &bodies,
+        let schedule = Schedule::new(
+            &params,
+            None,
             self.method,
             self.warm_start,
+            RING,
             self.limit,
         )?;
-        // The last good step's contacts and impulses, for the warm start of the step taken
-        // again (into the grown buffers).
-        let new = grown.schedule.named;
-        for (buf, bytes) in [new.prev_offsets, new.prev_contacts, new.prev_gamma]
-            .into_iter()
-            .zip(kept)
-        {
-            grown.exec.write(buf, 0, &bytes);
-        }
-        Ok(grown)
+        let (old, new) = (self.schedule.named, schedule.named);
+        let carry = [
+            (old.bodies, new.bodies),
+            (old.prev_offsets, new.prev_offsets),
+            (old.prev_others, new.prev_others),
+            (old.prev_gamma, new.prev_gamma),
+        ]
+        .map(|(from, to)| Carry {
+            from,
+            to,
+            bytes: self.schedule.buffers[from.0].bytes,
+        });
+        let (method, warm_start, limit) = (self.method, self.warm_start, self.limit);
+        Self::realize(
+            self.exec, schedule, &carry, params, method, warm_start, limit,
+        )
     }
 
     fn read_vec<T: bytemuck::Pod>(

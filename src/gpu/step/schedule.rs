@@ -120,11 +120,12 @@ pub struct Named {
     pub ring: Buf,
     /// Where the step's iterations stand ([`StepGate`]).
     pub gate: Buf,
-    /// The last step's offsets, contacts and impulses, for the warm start (a step whose
-    /// contacts overflowed keeps the one before).
+    /// The last step's offsets, its contacts' other sides (with the offsets, their keys
+    /// `(owner, other)`) and impulses, for the warm start (a step whose contacts overflowed
+    /// keeps the one before).
     pub prev_offsets: Buf,
     /// See [`Named::prev_offsets`].
-    pub prev_contacts: Buf,
+    pub prev_others: Buf,
     /// See [`Named::prev_offsets`].
     pub prev_gamma: Buf,
 }
@@ -707,7 +708,8 @@ struct Descent {
 }
 
 impl Schedule {
-    /// The schedule of `params` with the initial sphere state `bodies`: up to
+    /// The schedule of `params` with the initial sphere state `bodies` (`None`: the
+    /// buffer's contents come from elsewhere, as when a grown room carries them): up to
     /// `params.max_iter` iterations of `method` per step (warm-started from the previous
     /// step's impulses by contact key when `warm_start`), stopped on the GPU when a check
     /// every [`CHECK_EVERY`] iterations meets the tolerance, then the residual of the
@@ -715,7 +717,7 @@ impl Schedule {
     /// `limit` is the device's `max_storage_buffer_binding_size`.
     pub fn new(
         params: &StepParams,
-        bodies: &[GpuBody],
+        bodies: Option<&[GpuBody]>,
         method: StepSolver,
         warm_start: bool,
         ring: u32,
@@ -755,7 +757,10 @@ impl Schedule {
         );
         let step_params = b.uniform("step_params", params);
         let named = Named {
-            bodies: b.filled("bodies", bytemuck::cast_slice(bodies).to_vec())?,
+            bodies: match bodies {
+                Some(bodies) => b.filled("bodies", bytemuck::cast_slice(bodies).to_vec())?,
+                None => b.storage("bodies", std::mem::size_of::<GpuBody>() as u64 * n64)?,
+            },
             planes: b.storage("planes", 48 * u64::from(params.n_planes))?,
             offsets: b.storage("offsets", 4 * (n64 + 1))?,
             contacts: b.storage("contacts", 32 * cap)?,
@@ -765,7 +770,7 @@ impl Schedule {
             ring: b.storage("stats_ring", SLOT_BYTES * u64::from(ring))?,
             gate: b.storage("gate", 16)?,
             prev_offsets: b.storage("prev_offsets", 4 * (n64 + 1))?,
-            prev_contacts: b.storage("prev_contacts", 32 * cap)?,
+            prev_others: b.storage("prev_others", 4 * cap)?,
             prev_gamma: b.storage("prev_gamma", 4 * rows)?,
         };
         let cells = b.storage("cells", 16 * n64)?;
@@ -837,7 +842,7 @@ impl Schedule {
                     named.contacts,
                     named.blocks,
                     named.prev_offsets,
-                    named.prev_contacts,
+                    named.prev_others,
                     named.prev_gamma,
                     named.gamma,
                 ],
@@ -996,7 +1001,7 @@ impl Schedule {
                 named.contacts,
                 answer,
                 named.prev_offsets,
-                named.prev_contacts,
+                named.prev_others,
                 named.prev_gamma,
             ],
             (n + 1).max(capacity),
