@@ -1,6 +1,6 @@
-// The step's offsets, contacts' other sides and impulses kept for the next step's warm start, one
-// invocation per contact (with its rows) or offset; nothing is kept from a step whose contacts
-// overflowed the room (the previous step's stay, for the step taken again).
+// The step's offsets, contacts' other sides and impulses kept for the next step's warm
+// start, one invocation per contact (with its rows) or offset; nothing is kept from a step
+// whose contacts overflowed the room (the previous step's stay, for the step taken again).
 // Mirror: `src/gpu/cpu/step.rs::step_keep`.
 
 @group(0) @binding(0) var<uniform> params: StepParams;

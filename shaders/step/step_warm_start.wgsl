@@ -1,7 +1,8 @@
 // Warm start, one invocation per contact: the impulse of the previous step's contact with
 // the same key (owner, other), found by binary search of `other` among the previous contacts
-// of the owner (the list is sorted by key: the owner's are those of its offsets), projected on the block's cone (`World::warm_start`, then the solvers' initial iterate);
-// zero for a new contact. Mirror: `src/gpu/cpu/step.rs::step_warm_start`.
+// of the owner (the list is sorted by key: the owner's are those of its offsets), projected
+// on the block's cone (`World::warm_start`, then the solvers' initial iterate); zero for a
+// new contact. Mirror: `src/gpu/cpu/step.rs::step_warm_start`.
 
 @group(0) @binding(0) var<uniform> params: StepParams;
 @group(0) @binding(1) var<storage, read> offsets: array<u32>;

@@ -463,7 +463,8 @@ pub const STEP_GATE: Kernel = kernel!(step step_gate, false, Single, [
 pub const STEP_COULOMB: Kernel = kernel!(step step_coulomb, false, Blocks, [
     solver: Uniform (Params), blocks: Read [Blocks], r: Read [Rows], shifted: Write [Rows],
     u: Write [Rows], other: Write [Rows]]);
-/// Keeps the step's contacts and impulses for the next warm start (not an overflowed step's).
+/// Keeps the step's offsets, contacts' other sides and impulses for the next warm start (not
+/// an overflowed step's).
 pub const STEP_KEEP: Kernel = kernel!(step step_keep, false, Items, [
     params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
     gamma: Read [Rows], prev_offsets: Write [Words], prev_others: Write [Words],

@@ -36,8 +36,7 @@ pub const CONTACTS_PER_SPHERE: u32 = 4;
 pub fn grown_room(capacity: u32, peak: u64, limit: u64) -> Option<u64> {
     let capacity = u64::from(capacity);
     let wanted = (5 * peak).div_ceil(4);
-    // The largest buffers hold 32 bytes per contact; 3 rows per contact keep u32 indices.
-    let most = (limit / 32).min(u64::from(u32::MAX) / 3);
+    let most = most_contacts(limit);
     if peak > capacity {
         Some(wanted)
     } else {
@@ -485,16 +484,19 @@ impl<E: Executor> Resident<E> {
     }
 }
 
-/// The most spheres the GPU-resident step holds with a device storage binding of `limit`
-/// bytes at its initial room: the largest buffers hold 32 bytes per contact of room
-/// ([`CONTACTS_PER_SPHERE`] per sphere), and the widest domain, 3 rows per contact of room,
-/// must keep `u32` indices (a dispatch's grid is two-dimensional past
+/// The most contacts the GPU-resident step has room for with a device storage binding of
+/// `limit` bytes: its largest buffers hold 32 bytes per contact, and its widest domain, 3
+/// rows per contact, must keep `u32` indices (a dispatch's grid is two-dimensional past
 /// [`crate::gpu::kernels::MAX_WORKGROUPS`] workgroups).
+fn most_contacts(limit: u64) -> u64 {
+    (limit / 32).min(u64::from(u32::MAX) / 3)
+}
+
+/// The most spheres the GPU-resident step holds with a device storage binding of `limit`
+/// bytes at its initial room of [`CONTACTS_PER_SPHERE`] per sphere: its largest buffers
+/// hold 32 bytes per contact of room, and 3 rows per contact must keep `u32` indices.
 pub fn largest_scene(limit: u64) -> u64 {
-    let per_sphere_bytes = u64::from(CONTACTS_PER_SPHERE) * 32;
-    let by_memory = limit / per_sphere_bytes;
-    let by_index = u64::from(u32::MAX) / u64::from(3 * CONTACTS_PER_SPHERE);
-    by_memory.min(by_index)
+    most_contacts(limit) / u64::from(CONTACTS_PER_SPHERE)
 }
 
 #[cfg(test)]
