@@ -186,6 +186,35 @@ fn model_velocity(b: GpuBlock, coulomb: u32, u: vec3<f32>) -> vec3<f32> {
     return v;
 }
 
+// The natural-map residual's terms of block b with impulse g and velocity v (`dim` rows
+// used, the others zero), for `residual.wgsl` and `step_residual.wgsl`:
+// sums = (||e||^2, ||g||^2, ||v||^2, 0), maxes = (||e||_inf, ||e_eta||_inf, ||g||_inf, 0)
+// with e = g - Proj(g - v_hat), e_eta = (g - Proj(g - eta v_hat)) / eta (unit step where
+// eta = 0). Mirror: `src/gpu/cpu/measure.rs::block_residual`.
+fn block_residual(b: GpuBlock, coulomb: u32, g: vec3<f32>, v: vec3<f32>) -> Partial {
+    var p = zero_partial();
+    let uh = model_velocity(b, coulomb, v);
+    var step = 1.0;
+    if b.eta > 0.0 {
+        step = b.eta;
+    }
+    var unit = vec3<f32>(0.0);
+    var scaled = vec3<f32>(0.0);
+    for (var i = 0u; i < b.dim; i++) {
+        unit[i] = g[i] - uh[i];
+        scaled[i] = g[i] - step * uh[i];
+    }
+    unit = project(b.kind, b.mu, unit);
+    scaled = project(b.kind, b.mu, scaled);
+    for (var i = 0u; i < b.dim; i++) {
+        let e = g[i] - unit[i];
+        let e_eta = (g[i] - scaled[i]) / step;
+        p.sums = p.sums + vec4<f32>(e * e, g[i] * g[i], v[i] * v[i], 0.0);
+        p.maxes = max(p.maxes, vec4<f32>(abs(e), abs(e_eta), abs(g[i]), 0.0));
+    }
+    return p;
+}
+
 // One Jacobi rotation that zeroes a[p][q] of the symmetric 3x3 matrix a (row-major),
 // r the third index (Numerical Recipes 11.1: t = sgn(theta) / (|theta| + sqrt(theta^2 + 1))).
 fn rotate_pair(a: ptr<function, array<f32, 9>>, p: u32, q: u32) {

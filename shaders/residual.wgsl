@@ -1,8 +1,6 @@
 // One invocation per block, one partial per workgroup: the natural-map residual of
-// `merit::residual` in f32. sums = (||e||^2, ||gamma||^2, ||u||^2, 0) and
-// maxes = (||e||_inf, max ||e_eta||_inf, ||gamma||_inf, 0) with e = gamma - Proj(gamma - u_hat)
-// and e_eta = (gamma - Proj(gamma - eta u_hat)) / eta (unit step where eta = 0).
-// Mirror: `src/gpu/cpu.rs::residual`.
+// `merit::residual` in f32 (`block_residual` of `common.wgsl`).
+// Mirror: `src/gpu/cpu/measure.rs::residual`.
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> blocks: array<GpuBlock>;
@@ -27,25 +25,7 @@ fn main(
             g[i] = gamma[b.row + i];
             v[i] = u[b.row + i];
         }
-        let uh = model_velocity(b, params.coulomb, v);
-        var step = 1.0;
-        if b.eta > 0.0 {
-            step = b.eta;
-        }
-        var unit = vec3<f32>(0.0);
-        var scaled = vec3<f32>(0.0);
-        for (var i = 0u; i < b.dim; i++) {
-            unit[i] = g[i] - uh[i];
-            scaled[i] = g[i] - step * uh[i];
-        }
-        unit = project(b.kind, b.mu, unit);
-        scaled = project(b.kind, b.mu, scaled);
-        for (var i = 0u; i < b.dim; i++) {
-            let e = g[i] - unit[i];
-            let e_eta = (g[i] - scaled[i]) / step;
-            p.sums = p.sums + vec4<f32>(e * e, g[i] * g[i], v[i] * v[i], 0.0);
-            p.maxes = max(p.maxes, vec4<f32>(abs(e), abs(e_eta), abs(g[i]), 0.0));
-        }
+        p = block_residual(b, params.coulomb, g, v);
     }
     let total = workgroup_reduce(lid.x, p);
     let group = flat_group(wid, nwg);

@@ -2,9 +2,10 @@
 // (normal, `tangent_frame`'s tangents), the Jacobian rows of each dynamic side (a sphere
 // side A of a pair is negated; a plane side enters the bias with its velocity) in registers
 // only: the iterations rebuild them from the normal and the radii (`step_gather`,
-// `step_jacobi`). Written: the block (for the residual), the friction coefficient and the
-// step η_k = 1/λ_max of the Delassus block (+ compliance) (`BlockStep::MaxEigenvalue`) into
-// the contact, and r = J v_free + b with b_0 = max(gap/h, −v_rec).
+// `step_jacobi`). Written: the friction coefficient and the step η_k = 1/λ_max of the
+// Delassus block (+ compliance) (`BlockStep::MaxEigenvalue`) into the contact (the block of
+// the generic kernels follows from it: `step_block`), and r = J v_free + b with
+// b_0 = max(gap/h, −v_rec).
 // Mirror: `src/gpu/cpu/step.rs::step_contact_rows`.
 
 @group(0) @binding(0) var<uniform> params: StepParams;
@@ -12,8 +13,7 @@
 @group(0) @binding(2) var<storage, read> bodies: array<GpuBody>;
 @group(0) @binding(3) var<storage, read> planes: array<GpuPlane>;
 @group(0) @binding(4) var<storage, read_write> contacts: array<GpuContact>;
-@group(0) @binding(5) var<storage, read_write> blocks: array<GpuBlock>;
-@group(0) @binding(6) var<storage, read_write> r: array<f32>;
+@group(0) @binding(5) var<storage, read_write> r: array<f32>;
 
 @compute @workgroup_size(256)
 fn main(
@@ -35,12 +35,10 @@ fn main(
     let me = bodies[c.owner];
     var mu = 0.0;
     var sides = 2u;
-    var body1 = i32(c.other);
     if plane {
         let pl = planes[c.other - params.n_bodies];
         mu = min(pl.normal.w, me.vel.w);
         sides = 1u;
-        body1 = -1;
         // The plane's rows are -[e, 0]: J v of the plane goes into the bias.
         for (var i = 0u; i < dim; i++) {
             bias[i] = bias[i] + dot3(-dirs[i], pl.velocity.xyz);
@@ -94,16 +92,13 @@ fn main(
         nkk[4u * i] = nkk[4u * i] + params.compliance;
     }
     var lmax = nkk[0];
-    var kind = CONE_UNILATERAL;
     if dim == 3u {
         lmax = max_eigenvalue(nkk);
-        kind = CONE_COULOMB;
     }
     var eta = 0.0;
     if lmax > 0.0 {
         eta = 1.0 / lmax;
     }
-    blocks[k] = GpuBlock(kind, dim, dim * k, 0u, i32(c.owner), body1, mu, eta);
     contacts[k].mu = mu;
     contacts[k].eta = eta;
     for (var i = 0u; i < dim; i++) {

@@ -7,11 +7,10 @@
 @group(0) @binding(0) var<uniform> params: StepParams;
 @group(0) @binding(1) var<storage, read> offsets: array<u32>;
 @group(0) @binding(2) var<storage, read> contacts: array<GpuContact>;
-@group(0) @binding(3) var<storage, read> blocks: array<GpuBlock>;
-@group(0) @binding(4) var<storage, read> prev_offsets: array<u32>;
-@group(0) @binding(5) var<storage, read> prev_others: array<u32>;
-@group(0) @binding(6) var<storage, read> prev_gamma: array<f32>;
-@group(0) @binding(7) var<storage, read_write> gamma: array<f32>;
+@group(0) @binding(3) var<storage, read> prev_offsets: array<u32>;
+@group(0) @binding(4) var<storage, read> prev_others: array<u32>;
+@group(0) @binding(5) var<storage, read> prev_gamma: array<f32>;
+@group(0) @binding(6) var<storage, read_write> gamma: array<f32>;
 
 @compute @workgroup_size(256)
 fn main(
@@ -48,7 +47,7 @@ fn main(
             g[i] = prev_gamma[dim * lo + i];
         }
     }
-    let b = blocks[k];
+    let b = step_block(params, c, k);
     let x = project(b.kind, b.mu, g);
     for (var i = 0u; i < dim; i++) {
         gamma[dim * k + i] = x[i];

@@ -413,13 +413,16 @@ pub const STEP_NARROW: Kernel = kernel!(step step_narrow, false, Items, [
 /// Contact blocks, friction coefficients, block steps and `r`.
 pub const STEP_CONTACT_ROWS: Kernel = kernel!(step step_contact_rows, false, Blocks, [
     params: Uniform (StepParams), offsets: Read [Words], bodies: Read [Spheres],
-    planes: Read [Planes], contacts: Write [Contacts], blocks: Write [Blocks],
-    r: Write [Rows]]);
+    planes: Read [Planes], contacts: Write [Contacts], r: Write [Rows]]);
+/// The contacts' blocks for the generic kernels of `spg-gpu` and `apgd-gpu`.
+pub const STEP_BLOCKS: Kernel = kernel!(step step_blocks, false, Blocks, [
+    solver: Uniform (Params), params: Uniform (StepParams), contacts: Read [Contacts],
+    blocks: Write [Blocks]]);
 /// Warm start by contact key.
 pub const STEP_WARM_START: Kernel = kernel!(step step_warm_start, false, Blocks, [
     params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
-    blocks: Read [Blocks], prev_offsets: Read [Words], prev_others: Read [Words],
-    prev_gamma: Read [Rows], gamma: Write [Rows]]);
+    prev_offsets: Read [Words], prev_others: Read [Words], prev_gamma: Read [Rows],
+    gamma: Write [Rows]]);
 /// Body links: the sort keys.
 pub const STEP_LINK_KEYS: Kernel = kernel!(step step_link_keys, false, Items, [
     params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
@@ -469,6 +472,10 @@ pub const STEP_KEEP: Kernel = kernel!(step step_keep, false, Items, [
     params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
     gamma: Read [Rows], prev_offsets: Write [Words], prev_others: Write [Words],
     prev_gamma: Write [Rows]]);
+/// Workgroup partials of the natural-map residual of the step's contacts (no stored blocks).
+pub const STEP_RESIDUAL: Kernel = kernel!(step step_residual, true, Blocks, [
+    solver: Uniform (Params), params: Uniform (StepParams), contacts: Read [Contacts],
+    gamma: Read [Rows], u: Read [Rows], parts: Write [Partials]]);
 /// Per-step statistics and the NaN flag (workgroup partials).
 pub const STEP_STATS: Kernel = kernel!(step step_stats, true, Items, [
     params: Uniform (StepParams), offsets: Read [Words], bodies: Read [Spheres],
@@ -503,6 +510,7 @@ pub const ALL: &[Kernel] = &[
     STEP_SORT_SEGMENTS,
     STEP_NARROW,
     STEP_CONTACT_ROWS,
+    STEP_BLOCKS,
     STEP_WARM_START,
     STEP_LINK_KEYS,
     STEP_SOLVER_PARAMS,
@@ -515,6 +523,7 @@ pub const ALL: &[Kernel] = &[
     STEP_COULOMB,
     STEP_INTEGRATE,
     STEP_KEEP,
+    STEP_RESIDUAL,
     STEP_STATS,
 ];
 

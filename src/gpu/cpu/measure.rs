@@ -15,27 +15,30 @@ pub fn residual(
 ) {
     let values: Vec<Partial> = blocks[..params.n_blocks as usize]
         .iter()
-        .map(|b| {
-            let mut p = Partial::default();
-            let (g, v) = (load(gamma, b), load(u, b));
-            let uh = model_velocity(b, params.coulomb, v);
-            let step = if b.eta > 0.0 { b.eta } else { 1.0 };
-            let (mut unit, mut scaled) = ([0.0f32; 3], [0.0f32; 3]);
-            for i in 0..b.dim as usize {
-                unit[i] = g[i] - uh[i];
-                scaled[i] = g[i] - step * uh[i];
-            }
-            let (unit, scaled) = (project(b.kind, b.mu, unit), project(b.kind, b.mu, scaled));
-            for i in 0..b.dim as usize {
-                let e = g[i] - unit[i];
-                let e_eta = (g[i] - scaled[i]) / step;
-                p.sums = add(p.sums, [e * e, g[i] * g[i], v[i] * v[i], 0.0]);
-                p.maxes = max4(p.maxes, [e.abs(), e_eta.abs(), g[i].abs(), 0.0]);
-            }
-            p
-        })
+        .map(|b| block_residual(b, params.coulomb, load(gamma, b), load(u, b)))
         .collect();
     partials(&values, parts);
+}
+
+/// `block_residual` of `shaders/common.wgsl`: the natural-map residual's terms of block `b`
+/// with impulse `g` and velocity `v`.
+pub(super) fn block_residual(b: &GpuBlock, coulomb: u32, g: [f32; 3], v: [f32; 3]) -> Partial {
+    let mut p = Partial::default();
+    let uh = model_velocity(b, coulomb, v);
+    let step = if b.eta > 0.0 { b.eta } else { 1.0 };
+    let (mut unit, mut scaled) = ([0.0f32; 3], [0.0f32; 3]);
+    for i in 0..b.dim as usize {
+        unit[i] = g[i] - uh[i];
+        scaled[i] = g[i] - step * uh[i];
+    }
+    let (unit, scaled) = (project(b.kind, b.mu, unit), project(b.kind, b.mu, scaled));
+    for i in 0..b.dim as usize {
+        let e = g[i] - unit[i];
+        let e_eta = (g[i] - scaled[i]) / step;
+        p.sums = add(p.sums, [e * e, g[i] * g[i], v[i] * v[i], 0.0]);
+        p.maxes = max4(p.maxes, [e.abs(), e_eta.abs(), g[i].abs(), 0.0]);
+    }
+    p
 }
 
 /// `shaders/measure.wgsl`: the residual and the best-iterate bookkeeping.

@@ -2,8 +2,10 @@
 //! narrow phase, assembly, warm start, body links, the iterations on the sphere rows
 //! (gather and Jacobi step), integration and statistics.
 
+use super::measure::block_residual;
 use super::operator::max_eigenvalue;
-use super::{model_velocity, project, workgroup_tree};
+use super::reduce::partials;
+use super::{load, model_velocity, project, workgroup_tree};
 use crate::gpu::kernels::WORKGROUP;
 use crate::gpu::step::{GpuBody, GpuContact, GpuPlane, Span, StepGate, StepParams};
 use crate::gpu::{
@@ -245,7 +247,6 @@ pub fn step_contact_rows(
     bodies: &[GpuBody],
     planes: &[GpuPlane],
     contacts: &mut [GpuContact],
-    blocks: &mut [GpuBlock],
     r: &mut [f32],
 ) {
     let count = offsets[p.n_bodies as usize];
@@ -260,18 +261,14 @@ pub fn step_contact_rows(
         let plane = c.other >= p.n_bodies;
         let mut bias = [(c.normal[3] / p.dt).max(-p.max_recovery), 0.0, 0.0];
         let me = &bodies[c.owner as usize];
-        let (mu, sides, body1) = if plane {
+        let (mu, sides) = if plane {
             let pl = &planes[(c.other - p.n_bodies) as usize];
             for (b, e) in bias.iter_mut().zip(&dirs).take(dim) {
                 *b += dot3(e.map(|x| -x), xyz(pl.velocity));
             }
-            (pl.normal[3].min(me.vel[3]), 1, -1)
+            (pl.normal[3].min(me.vel[3]), 1)
         } else {
-            (
-                me.vel[3].min(bodies[c.other as usize].vel[3]),
-                2,
-                c.other as i32,
-            )
+            (me.vel[3].min(bodies[c.other as usize].vel[3]), 2)
         };
         let mut nkk = [0.0f32; 9];
         let mut rhs = bias;
@@ -310,26 +307,71 @@ pub fn step_contact_rows(
         for i in 0..dim {
             nkk[4 * i] += p.compliance;
         }
-        let (lmax, kind) = if dim == 3 {
-            (max_eigenvalue(nkk), CONE_COULOMB)
+        let lmax = if dim == 3 {
+            max_eigenvalue(nkk)
         } else {
-            (nkk[0], CONE_UNILATERAL)
+            nkk[0]
         };
         let eta = if lmax > 0.0 { 1.0 / lmax } else { 0.0 };
-        blocks[k] = GpuBlock {
-            kind,
-            dim: p.dim,
-            row: p.dim * k as u32,
-            jac: 0,
-            body0: c.owner as i32,
-            body1,
-            mu,
-            eta,
-        };
         c.mu = mu;
         c.eta = eta;
         r[dim * k..dim * (k + 1)].copy_from_slice(&rhs[..dim]);
     }
+}
+
+/// `step_block` of `step_common.wgsl`: the block of contact `k` for the generic kernels.
+pub fn step_block(p: &StepParams, c: &GpuContact, k: usize) -> GpuBlock {
+    GpuBlock {
+        kind: if p.dim == 3 {
+            CONE_COULOMB
+        } else {
+            CONE_UNILATERAL
+        },
+        dim: p.dim,
+        row: p.dim * k as u32,
+        jac: 0,
+        body0: c.owner as i32,
+        body1: if c.other < p.n_bodies {
+            c.other as i32
+        } else {
+            -1
+        },
+        mu: c.mu,
+        eta: c.eta,
+    }
+}
+
+/// `step_blocks.wgsl`.
+pub fn step_blocks(
+    solver: &Params,
+    p: &StepParams,
+    contacts: &[GpuContact],
+    blocks: &mut [GpuBlock],
+) {
+    let count = solver.n_blocks as usize;
+    for (k, (c, b)) in contacts.iter().zip(blocks).take(count).enumerate() {
+        *b = step_block(p, c, k);
+    }
+}
+
+/// `step_residual.wgsl`.
+pub fn step_residual(
+    solver: &Params,
+    p: &StepParams,
+    contacts: &[GpuContact],
+    gamma: &[f32],
+    u: &[f32],
+    parts: &mut [Partial],
+) {
+    let values: Vec<Partial> = contacts[..solver.n_blocks as usize]
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let b = step_block(p, c, k);
+            block_residual(&b, solver.coulomb, load(gamma, &b), load(u, &b))
+        })
+        .collect();
+    partials(&values, parts);
 }
 
 /// `step_warm_start.wgsl`.
@@ -338,7 +380,6 @@ pub fn step_warm_start(
     p: &StepParams,
     offsets: &[u32],
     contacts: &[GpuContact],
-    blocks: &[GpuBlock],
     prev_offsets: &[u32],
     prev_others: &[u32],
     prev_gamma: &[f32],
@@ -363,7 +404,8 @@ pub fn step_warm_start(
         if at < hi && prev_others[at] == c.other {
             g[..dim].copy_from_slice(&prev_gamma[dim * at..dim * at + dim]);
         }
-        let x = project(blocks[k].kind, blocks[k].mu, g);
+        let b = step_block(p, c, k);
+        let x = project(b.kind, b.mu, g);
         gamma[dim * k..dim * k + dim].copy_from_slice(&x[..dim]);
     }
 }

@@ -10,6 +10,7 @@ use super::exec::{Carry, DeviceExec, Executor};
 use super::schedule::{SLOT_BYTES, Schedule, StatsSlot, StepSolver};
 use crate::error::{Error, Result};
 use crate::gpu::GpuBlock;
+use crate::gpu::cpu::step_block;
 use crate::solver::coulomb::STALL_ROUNDS;
 
 /// Steps whose statistics wait on the device before a readback.
@@ -50,7 +51,7 @@ pub struct GpuStepStats {
 pub struct Assembly {
     /// The contacts, sorted by `(owner, other)`.
     pub contacts: Vec<GpuContact>,
-    /// One block per contact.
+    /// One block per contact, as the generic kernels see it (`step_block` of its contact).
     pub blocks: Vec<GpuBlock>,
     /// `r = J v_free + b`, `dim` rows per block.
     pub r: Vec<f32>,
@@ -317,9 +318,15 @@ impl<E: Executor> StepPipeline<E> {
             )));
         }
         let (count, rows) = (count as usize, (self.params.dim * count) as usize);
+        let contacts: Vec<GpuContact> = self.read_vec(named.contacts, count)?;
+        let blocks = contacts
+            .iter()
+            .enumerate()
+            .map(|(k, c)| step_block(&self.params, c, k))
+            .collect();
         Ok(Assembly {
-            contacts: self.read_vec(named.contacts, count)?,
-            blocks: self.read_vec(named.blocks, count)?,
+            contacts,
+            blocks,
             r: self.read_vec(named.r, rows)?,
             gamma: self.read_vec(named.gamma, rows)?,
         })

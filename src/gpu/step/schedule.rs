@@ -12,11 +12,11 @@ use crate::gpu::data::{
 };
 use crate::gpu::kernels::{
     APGD_CURVATURE, APGD_SCALARS, APGD_TRIAL, APGD_UPDATE, COPY_IF, Kernel, MEASURE, REDUCE,
-    RESIDUAL, SPG_CURVATURE, SPG_DIRECTION, SPG_SCALARS, SPG_UPDATE, STEP_APGD_START,
+    SPG_CURVATURE, SPG_DIRECTION, SPG_SCALARS, SPG_UPDATE, STEP_APGD_START, STEP_BLOCKS,
     STEP_CONTACT_ROWS, STEP_COULOMB, STEP_GATE, STEP_GATHER, STEP_GRID, STEP_INTEGRATE,
-    STEP_JACOBI, STEP_KEEP, STEP_LINK_KEYS, STEP_NARROW, STEP_PRECOND, STEP_ROWS, STEP_SCAN_ADD,
-    STEP_SCAN_LOCAL, STEP_SCAN_TOTALS, STEP_SOLVER_PARAMS, STEP_SORT_COUNT, STEP_SORT_SCATTER,
-    STEP_SORT_SEGMENTS, STEP_STATS, STEP_WARM_START, WORKGROUP,
+    STEP_JACOBI, STEP_KEEP, STEP_LINK_KEYS, STEP_NARROW, STEP_PRECOND, STEP_RESIDUAL, STEP_ROWS,
+    STEP_SCAN_ADD, STEP_SCAN_LOCAL, STEP_SCAN_TOTALS, STEP_SOLVER_PARAMS, STEP_SORT_COUNT,
+    STEP_SORT_SCATTER, STEP_SORT_SEGMENTS, STEP_STATS, STEP_WARM_START, WORKGROUP,
 };
 use crate::gpu::spg;
 use crate::solver::coulomb::STALL_ROUNDS;
@@ -110,8 +110,6 @@ pub struct Named {
     pub offsets: Buf,
     /// The contacts, sorted by `(owner, other)`.
     pub contacts: Buf,
-    /// One block per contact.
-    pub blocks: Buf,
     /// `r = J v_free + b`.
     pub r: Buf,
     /// The warm-started impulses of the step.
@@ -326,7 +324,6 @@ struct Iterations {
     /// The solver's [`Params`] of the step (uniform).
     solver: Buf,
     contacts: Buf,
-    blocks: Buf,
     /// The `r` of the products: the assembled one, or its copy shifted by the De Saxcé term.
     r: Buf,
     /// Under the Coulomb model with `spg-gpu` or `apgd-gpu`: the assembled `r`, from which
@@ -416,9 +413,9 @@ impl Iterations {
     /// outer round of `solver::coulomb`'s fixed point, whose inner CCP solve is the next
     /// [`CHECK_EVERY`] iterations from the current iterate and state. `u` is then the
     /// modified velocity of the iterate, whose CCP residual (the check's) is its Coulomb one.
-    fn shift(&self, u: Buf, other: Buf, gated: bool) -> Option<Op> {
+    fn shift(&self, d: &Descent, u: Buf, other: Buf, gated: bool) -> Option<Op> {
         let assembled = self.assembled?;
-        let buffers = [self.solver, self.blocks, assembled, self.r, u, other];
+        let buffers = [self.solver, d.step_blocks, assembled, self.r, u, other];
         Some(self.on(&STEP_COULOMB, &buffers, self.capacity, BLOCKS_ARGS, gated))
     }
 
@@ -433,7 +430,10 @@ impl Iterations {
         best: Option<Buf>,
     ) -> Vec<Op> {
         let mut ops = vec![
-            self.blocks_op(&RESIDUAL, &[self.solver, self.blocks, x, u, parts]),
+            self.blocks_op(
+                &STEP_RESIDUAL,
+                &[self.solver, self.step_params, self.contacts, x, u, parts],
+            ),
             self.single_op(&REDUCE, &[reduce, parts, self.scalars]),
             // The gate reads only the measure's `value`: no clear of the monitor here, no
             // split of the pass.
@@ -501,18 +501,27 @@ impl Iterations {
         last
     }
 
-    /// The buffers of a descent method: a row vector, the partials of the blocks' and the
-    /// rows' kernels (cleared at the start of each solve: their dispatches cover the room,
-    /// the mirrors write the contacts' partials only) with their reductions into `SLOT_A`
-    /// .. `SLOT_C` and `SLOT_RESIDUAL`, and `Apply` uniforms without and with `r`.
+    /// The buffers of a descent method: the contacts' blocks its generic kernels read
+    /// (written first), a row vector, the partials of the blocks' and the rows' kernels
+    /// (cleared at the start of each solve: their dispatches cover the room, the mirrors
+    /// write the contacts' partials only) with their reductions into `SLOT_A` .. `SLOT_C`
+    /// and `SLOT_RESIDUAL`, and `Apply` uniforms without and with `r`.
     fn descent_buffers(&self, b: &mut Builder, solve: &mut Vec<Op>) -> Result<Descent> {
         let (blocks_wg, rows_wg) = (
             self.capacity.div_ceil(WORKGROUP),
             self.rows.div_ceil(WORKGROUP),
         );
+        let step_blocks = b.storage("blocks", 32 * u64::from(self.capacity))?;
         let parts_blocks = b.storage("parts_blocks", 32 * u64::from(blocks_wg))?;
         let parts_rows = b.storage("parts_rows", 32 * u64::from(rows_wg))?;
         solve.extend([
+            self.on(
+                &STEP_BLOCKS,
+                &[self.solver, self.step_params, self.contacts, step_blocks],
+                self.capacity,
+                BLOCKS_ARGS,
+                false,
+            ),
             Op::Clear(self.monitor),
             Op::Clear(parts_blocks),
             Op::Clear(parts_rows),
@@ -532,6 +541,7 @@ impl Iterations {
             },
         );
         Ok(Descent {
+            step_blocks,
             parts_blocks,
             parts_rows,
             blocks: [SLOT_A, SLOT_B, SLOT_RESIDUAL].map(|slot| b.reduce(blocks_wg, slot)),
@@ -556,7 +566,7 @@ impl Iterations {
         [x, best, other]: [Buf; 3],
     ) {
         let [.., residual] = d.blocks;
-        solve.extend(self.shift(self.u, other, true));
+        solve.extend(self.shift(d, self.u, other, true));
         solve.extend(self.check(
             b,
             self.iterations,
@@ -564,7 +574,7 @@ impl Iterations {
             Some(best),
         ));
         solve.extend(self.product(best, d.with_r, self.u, false));
-        solve.extend(self.shift(self.u, other, false));
+        solve.extend(self.shift(d, self.u, other, false));
     }
 
     /// P-SPG-FB (the kernels of `spg-gpu`, paper 004) from `x` (warm-started; the iterate
@@ -600,14 +610,14 @@ impl Iterations {
         let [.., reduce_c] = d.rows;
         for k in 0..self.iterations {
             if k % CHECK_EVERY == 0 {
-                solve.extend(self.shift(g, dir, true));
+                solve.extend(self.shift(&d, g, dir, true));
                 solve.extend(self.check(b, k, [x, g, d.parts_blocks, residual], Some(best)));
             }
             for (cfg, reduce) in [(cfg, reduce_a), (cfg_fallback, reduce_b)] {
                 let buffers = [
                     self.solver,
                     cfg,
-                    self.blocks,
+                    d.step_blocks,
                     self.scalars,
                     state,
                     x,
@@ -666,10 +676,10 @@ impl Iterations {
         solve.extend(self.product(x, d.with_r, u, false));
         solve.push(copy(u, g_y, d.vector));
         let [.., residual] = d.blocks;
-        let own = [self.solver, self.blocks, state, y, g_y, x_new, dir];
+        let own = [self.solver, d.step_blocks, state, y, g_y, x_new, dir];
         for k in 0..self.iterations {
             if k % CHECK_EVERY == 0 {
-                solve.extend(self.shift(u, g_y, true));
+                solve.extend(self.shift(&d, u, g_y, true));
                 solve.extend(self.check(b, k, [x, u, d.parts_blocks, residual], Some(best)));
             }
             solve.push(self.blocks_op(&APGD_TRIAL, &own));
@@ -693,6 +703,8 @@ impl Iterations {
 
 /// The buffers a descent method adds ([`Iterations::descent_buffers`]).
 struct Descent {
+    /// The contacts' blocks (`step_blocks`).
+    step_blocks: Buf,
     parts_blocks: Buf,
     parts_rows: Buf,
     /// Reductions of the blocks' partials into `SLOT_A`, `SLOT_B`, `SLOT_RESIDUAL`.
@@ -764,7 +776,6 @@ impl Schedule {
             planes: b.storage("planes", 48 * u64::from(params.n_planes))?,
             offsets: b.storage("offsets", 4 * (n64 + 1))?,
             contacts: b.storage("contacts", 32 * cap)?,
-            blocks: b.storage("blocks", 32 * cap)?,
             r: b.storage("r", 4 * rows)?,
             gamma: b.storage("gamma0", 4 * rows)?,
             ring: b.storage("stats_ring", SLOT_BYTES * u64::from(ring))?,
@@ -773,15 +784,19 @@ impl Schedule {
             prev_others: b.storage("prev_others", 4 * cap)?,
             prev_gamma: b.storage("prev_gamma", 4 * rows)?,
         };
-        let cells = b.storage("cells", 16 * n64)?;
+        // Two buffers each serve a detection-only array and a solve-only one, neither read
+        // across steps: the spheres' cells (narrow phase) then `w = M⁻¹ Jᵀ x` (iterations,
+        // integration; its 24 B per sphere hold a cell's 16); the body links' sort keys, then
+        // the velocities `u` (written by each solve before it reads them).
+        let w = b.storage("cells, w", 24 * n64)?;
+        let cells = w;
+        let u = b.storage("link_keys, u", (8 * cap).max(4 * rows))?;
+        let link_keys = u;
         let grid_keys = b.storage("grid_keys", 4 * n64)?;
         let counts = b.storage("contact_counts", 4 * n64)?;
         let consts = b.storage("sphere_consts", 8 * n64)?;
-        let link_keys = b.storage("link_keys", 8 * cap)?;
         let solver_storage = b.storage("solver_params", 32)?;
         let solver = b.uniform("solver_params", &<Params as bytemuck::Zeroable>::zeroed());
-        let u = b.storage("u", 4 * rows)?;
-        let w = b.storage("w", 24 * n64)?;
         let groups = n.max(capacity).div_ceil(WORKGROUP);
         let parts = b.storage("parts", 32 * u64::from(groups))?;
         let scalars = b.storage("scalars", 32 * SLOTS as u64)?;
@@ -828,7 +843,6 @@ impl Schedule {
                 named.bodies,
                 named.planes,
                 named.contacts,
-                named.blocks,
                 named.r,
             ],
             capacity,
@@ -840,7 +854,6 @@ impl Schedule {
                     step_params,
                     named.offsets,
                     named.contacts,
-                    named.blocks,
                     named.prev_offsets,
                     named.prev_others,
                     named.prev_gamma,
@@ -927,7 +940,6 @@ impl Schedule {
             step_params,
             solver,
             contacts: named.contacts,
-            blocks: named.blocks,
             r,
             assembled,
             link_starts,
@@ -961,8 +973,8 @@ impl Schedule {
         };
         // The answer's natural-map residual (the monitor), into `parts` cleared at the start.
         solve.push(dispatch(
-            &RESIDUAL,
-            &[solver, named.blocks, answer, u, parts],
+            &STEP_RESIDUAL,
+            &[solver, step_params, named.contacts, answer, u, parts],
             capacity,
         ));
         solve.push(dispatch(&REDUCE, &[residual_reduce, parts, scalars], 1));
