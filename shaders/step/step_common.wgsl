@@ -142,17 +142,3 @@ fn tangents(n: vec3<f32>) -> array<vec3<f32>, 2> {
 const CONE_UNILATERAL: u32 = 1u;
 const CONE_COULOMB: u32 = 2u;
 
-// The `GpuBlock` of contact k (`c`), for the generic kernels: its cone by the rows per
-// contact, its rows, bodies, friction and step from the contact (no block is stored for
-// `jacobi-gpu`). Mirror: `src/gpu/cpu/step.rs::step_block`.
-fn step_block(params: StepParams, c: GpuContact, k: u32) -> GpuBlock {
-    var kind = CONE_UNILATERAL;
-    if params.dim == 3u {
-        kind = CONE_COULOMB;
-    }
-    var body1 = -1;
-    if c.other < params.n_bodies {
-        body1 = i32(c.other);
-    }
-    return GpuBlock(kind, params.dim, params.dim * k, 0u, i32(c.owner), body1, c.mu, c.eta);
-}

@@ -415,11 +415,11 @@ pub const STEP_CONTACT_ROWS: Kernel = kernel!(step step_contact_rows, false, Blo
     params: Uniform (StepParams), offsets: Read [Words], bodies: Read [Spheres],
     planes: Read [Planes], contacts: Write [Contacts], r: Write [Rows]]);
 /// The contacts' blocks for the generic kernels of `spg-gpu` and `apgd-gpu`.
-pub const STEP_BLOCKS: Kernel = kernel!(step step_blocks, false, Blocks, [
+pub const STEP_BLOCKS: Kernel = kernel!(step step_blocks + step_block, false, Blocks, [
     solver: Uniform (Params), params: Uniform (StepParams), contacts: Read [Contacts],
     blocks: Write [Blocks]]);
 /// Warm start by contact key.
-pub const STEP_WARM_START: Kernel = kernel!(step step_warm_start, false, Blocks, [
+pub const STEP_WARM_START: Kernel = kernel!(step step_warm_start + step_block, false, Blocks, [
     params: Uniform (StepParams), offsets: Read [Words], contacts: Read [Contacts],
     prev_offsets: Read [Words], prev_others: Read [Words], prev_gamma: Read [Rows],
     gamma: Write [Rows]]);
@@ -473,7 +473,7 @@ pub const STEP_KEEP: Kernel = kernel!(step step_keep, false, Items, [
     gamma: Read [Rows], prev_offsets: Write [Words], prev_others: Write [Words],
     prev_gamma: Write [Rows]]);
 /// Workgroup partials of the natural-map residual of the step's contacts (no stored blocks).
-pub const STEP_RESIDUAL: Kernel = kernel!(step step_residual, true, Blocks, [
+pub const STEP_RESIDUAL: Kernel = kernel!(step step_residual + step_block, true, Blocks, [
     solver: Uniform (Params), params: Uniform (StepParams), contacts: Read [Contacts],
     gamma: Read [Rows], u: Read [Rows], parts: Write [Partials]]);
 /// Per-step statistics and the NaN flag (workgroup partials).

@@ -319,7 +319,7 @@ pub fn step_contact_rows(
     }
 }
 
-/// `step_block` of `step_common.wgsl`: the block of contact `k` for the generic kernels.
+/// `step_block.wgsl`: the block of contact `k` for the generic kernels.
 pub fn step_block(p: &StepParams, c: &GpuContact, k: usize) -> GpuBlock {
     GpuBlock {
         kind: if p.dim == 3 {
