@@ -14,7 +14,7 @@ use std::sync::{Mutex, OnceLock};
 use rayon::prelude::*;
 
 use super::{BlockBodies, Cone, CsrMatrix, Factored, JacobianBlock};
-use crate::par::{split_by, starts};
+use crate::par::{grow_for_overwrite, split_by, starts};
 
 /// `N = J M⁻¹ Jᵀ` (or an explicit `N`) on rows grouped in blocks of 1 to 3 rows.
 pub trait DelassusOperator: Send + Sync {
@@ -236,8 +236,8 @@ impl FactoredOperator {
         let (jac_starts, rows) = starts(sizes.iter().map(|s| s.1));
         offsets.resize(n + 1, 0);
         jac_start.resize(n + 1, 0);
-        jac.resize(rows, [0.0; 6]);
-        b.resize(m, 0.0);
+        grow_for_overwrite(&mut jac, rows, [0.0; 6]);
+        grow_for_overwrite(&mut b, m, 0.0);
         let nb = inv_mass.len();
         let block_bodies = &bodies_vec[..];
         let fill_runs = || {

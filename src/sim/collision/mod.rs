@@ -16,6 +16,7 @@ use nalgebra::Vector3;
 use rayon::prelude::*;
 
 use super::{Pose, Shape};
+use crate::par::grow_for_overwrite;
 
 /// One contact point between two bodies.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -174,7 +175,7 @@ fn gather<'a>(parts: impl Iterator<Item = &'a [Contact]> + Clone, out: &mut Vec<
         out.clear();
         return;
     };
-    out.resize(total, *filler);
+    grow_for_overwrite(out, total, *filler);
     let mut rest = &mut out[..];
     let mut copies = Vec::new();
     for part in parts {
