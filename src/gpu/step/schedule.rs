@@ -515,12 +515,10 @@ impl Iterations {
         let parts_blocks = b.storage("parts_blocks", 32 * u64::from(blocks_wg))?;
         let parts_rows = b.storage("parts_rows", 32 * u64::from(rows_wg))?;
         solve.extend([
-            self.on(
+            dispatch(
                 &STEP_BLOCKS,
                 &[self.solver, self.step_params, self.contacts, step_blocks],
                 self.capacity,
-                BLOCKS_ARGS,
-                false,
             ),
             Op::Clear(self.monitor),
             Op::Clear(parts_blocks),
