@@ -1,8 +1,24 @@
 //! Helpers of the parallel passes that split their work into fixed runs of items, so that
 //! what they write does not depend on the number of threads: a run's part of an output and
-//! the runs' starts; and the growth of an output buffer the passes then overwrite.
+//! the runs' starts; a map over fixed runs (partial sums added in run order); and the
+//! growth of an output buffer the passes then overwrite.
+
+use std::ops::Range;
 
 use rayon::prelude::*;
+
+/// Items per run of [`map_runs`].
+const RUN: usize = 4096;
+
+/// `f` of each run of [`RUN`] consecutive items of `0..n` (the last one shorter), runs in
+/// parallel, results in run order: partial sums added in that order give the same value on
+/// any number of threads.
+pub(crate) fn map_runs<R: Send>(n: usize, f: impl Fn(Range<usize>) -> R + Sync) -> Vec<R> {
+    (0..n.div_ceil(RUN))
+        .into_par_iter()
+        .map(|run| f(run * RUN..n.min((run + 1) * RUN)))
+        .collect()
+}
 
 /// `out` cut into consecutive parts of the given lengths (which sum to at most its length).
 pub(crate) fn split_by<T>(
@@ -49,6 +65,19 @@ pub(crate) fn grow_for_overwrite<T: Copy + Send + Sync>(v: &mut Vec<T>, len: usi
     }
 }
 
+/// `dst` a copy of `src`, in `dst`'s memory when it holds as many ([`grow_for_overwrite`]),
+/// copied by all the threads.
+pub(crate) fn copy_into<T: Copy + Send + Sync>(src: &[T], dst: &mut Vec<T>) {
+    let Some(&first) = src.first() else {
+        dst.clear();
+        return;
+    };
+    grow_for_overwrite(dst, src.len(), first);
+    dst.par_chunks_mut(RUN)
+        .zip(src.par_chunks(RUN))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +91,13 @@ mod tests {
     }
 
     #[test]
+    fn runs_cover_the_items_in_order() {
+        let runs = map_runs(2 * RUN + 3, |r| r);
+        assert_eq!(runs, [0..RUN, RUN..2 * RUN, 2 * RUN..2 * RUN + 3]);
+        assert!(map_runs(0, |r| r).is_empty());
+    }
+
+    #[test]
     fn a_buffer_grows_to_its_length_in_place_or_fresh() {
         let mut v = vec![7u32; 3];
         grow_for_overwrite(&mut v, 2, 0);
@@ -72,5 +108,18 @@ mod tests {
         grow_for_overwrite(&mut v, 100_000, 5);
         assert_eq!(v.len(), 100_000);
         assert!(v.iter().all(|&x| x == 5));
+    }
+
+    #[test]
+    fn a_copy_has_the_source_whatever_the_buffer_held() {
+        let src: Vec<u32> = (0..10_000).collect();
+        for held in [vec![], vec![9; 3], vec![9; 20_000]] {
+            let mut dst = held;
+            copy_into(&src, &mut dst);
+            assert_eq!(dst, src);
+        }
+        let mut dst = vec![1; 5];
+        copy_into(&[], &mut dst);
+        assert!(dst.is_empty());
     }
 }

@@ -9,8 +9,9 @@ use std::path::PathBuf;
 use common::*;
 use signorini::app::bench::problems::granular_packing;
 use signorini::problem::{Assembled, FrictionModel, Operator, Problem, System, io, merit};
+use signorini::registry;
 use signorini::solver::colored::Colouring;
-use signorini::solver::{Criterion, Precision, Settings, Status, traffic};
+use signorini::solver::{Criterion, Precision, Runner, Settings, Status, traffic};
 
 fn siconos(sub: &str, file: &str) -> System {
     let path: PathBuf = problems_dir().join("siconos").join(sub).join(file);
@@ -348,5 +349,56 @@ fn the_kernel_stops_on_the_velocity_residual() {
             "{solver}: {:?}",
             r.residual
         );
+    }
+}
+
+#[test]
+fn a_session_solves_in_its_kept_buffers_as_a_fresh_solve() {
+    // A simulation's session keeps the kernel's buffers from one solve to the next: problems
+    // that grow, shrink, change the rows' encoding and the precision give, in the same
+    // session, the iterates of a fresh solve to the bit.
+    let large = System::new(&granular_packing(3000).unwrap()).unwrap();
+    let small = System::new(&granular_packing(300).unwrap()).unwrap();
+    let joints = scene_problem(
+        "wrecking_ball.toml",
+        &[("wall.0.rows", "3"), ("wall.0.columns", "4")],
+        5,
+    );
+    let settings = |precision| Settings {
+        tol: 0.0,
+        max_iter: 30,
+        stall_iterations: usize::MAX,
+        precision,
+        ..Settings::default()
+    };
+    for solver in ["jacobi", "pgs-colored"] {
+        let mut session = Runner::new(registry::solver(solver).unwrap());
+        for (sys, precision) in [
+            (&large, Precision::F64),
+            (&small, Precision::F64),
+            (&joints, Precision::F64),
+            (&small, Precision::F32),
+            (&large, Precision::F64),
+            (&large, Precision::F64),
+        ] {
+            let settings = settings(precision);
+            let kept = session.solve(sys, &settings).unwrap();
+            let fresh = solve(sys, solver, &settings);
+            assert_eq!(
+                kept.iterations,
+                fresh.iterations,
+                "{solver} on {}",
+                sys.name()
+            );
+            assert!(
+                kept.gamma
+                    .iter()
+                    .zip(&fresh.gamma)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{solver} on {} ({precision:?})",
+                sys.name()
+            );
+            assert_eq!(kept.residual, fresh.residual, "{solver} on {}", sys.name());
+        }
     }
 }

@@ -377,7 +377,7 @@ impl GpuKernels {
         } else {
             measured
         };
-        Ok(progress.report(name, sys, status, gamma, residual))
+        Ok(progress.report(name, sys, status, gamma, residual, None))
     }
 }
 

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Cone, FrictionModel, ProblemClass, System};
+use crate::par::map_runs;
 
 /// The merit set of one impulse vector.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -67,8 +68,12 @@ fn block_natural_map(cone: &Cone, gamma: &[f64], u_hat: &[f64], eta: f64) -> (f6
     })
 }
 
+/// `‖v‖₂`, runs of entries in parallel ([`map_runs`]).
 fn norm2(v: &[f64]) -> f64 {
-    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+    map_runs(v.len(), |run| v[run].iter().map(|x| x * x).sum::<f64>())
+        .into_iter()
+        .sum::<f64>()
+        .sqrt()
 }
 
 /// The natural-map residual of `gamma` given its velocity `u = (N + E)γ + r` and the block
@@ -80,19 +85,28 @@ pub fn residual(
     friction: FrictionModel,
     eta: &[f64],
 ) -> Residual {
-    let (mut s2, mut inf, mut velocity) = (0.0, 0.0f64, 0.0f64);
-    let mut u_hat = [0.0; 3];
-    for (k, cone) in sys.cones().iter().enumerate() {
-        let range = sys.block_range(k);
-        let uh = &mut u_hat[..range.len()];
-        model_velocity(cone, &u[range.clone()], friction, uh);
-        let g = &gamma[range];
-        let (b2, bi) = block_natural_map(cone, g, uh, 1.0);
-        s2 += b2;
-        inf = inf.max(bi);
-        let step = if eta[k] > 0.0 { eta[k] } else { 1.0 };
-        velocity = velocity.max(block_natural_map(cone, g, uh, step).1);
-    }
+    // Per run of blocks: `Σ‖e_k‖₂²`, `max ‖e_k‖∞`, the velocity residual.
+    let runs = map_runs(sys.blocks(), |blocks| {
+        let (mut s2, mut inf, mut velocity) = (0.0, 0.0f64, 0.0f64);
+        let mut u_hat = [0.0; 3];
+        for k in blocks {
+            let (cone, range) = (&sys.cones()[k], sys.block_range(k));
+            let uh = &mut u_hat[..range.len()];
+            model_velocity(cone, &u[range.clone()], friction, uh);
+            let g = &gamma[range];
+            let (b2, bi) = block_natural_map(cone, g, uh, 1.0);
+            s2 += b2;
+            inf = inf.max(bi);
+            let step = if eta[k] > 0.0 { eta[k] } else { 1.0 };
+            velocity = velocity.max(block_natural_map(cone, g, uh, step).1);
+        }
+        (s2, inf, velocity)
+    });
+    let (s2, inf, velocity) = runs
+        .into_iter()
+        .fold((0.0, 0.0f64, 0.0f64), |(s2, inf, v), (a, b, c)| {
+            (s2 + a, inf.max(b), v.max(c))
+        });
     let two = s2.sqrt();
     let scale = norm2(sys.r()).max(norm2(gamma)).max(norm2(u));
     Residual {
@@ -105,26 +119,36 @@ pub fn residual(
 
 /// Evaluates the whole merit set of `gamma`.
 pub fn evaluate(sys: &System, gamma: &[f64], friction: FrictionModel) -> Merit {
-    let u = sys.velocity(gamma);
-    let res = residual(sys, gamma, &u, friction, &vec![1.0; sys.blocks()]);
-    let (mut complementarity, mut primal, mut dual) = (0.0f64, 0.0f64, 0.0f64);
-    let mut u_hat = [0.0; 3];
-    for (k, cone) in sys.cones().iter().enumerate() {
-        let range = sys.block_range(k);
-        let uh = &mut u_hat[..range.len()];
-        model_velocity(cone, &u[range.clone()], friction, uh);
-        let g = &gamma[range];
-        let dot: f64 = g.iter().zip(uh.iter()).map(|(a, b)| a * b).sum();
-        complementarity = complementarity.max(dot.abs());
-        primal = primal.max(cone.distance_dual(uh));
-        dual = dual.max(cone.distance(g));
-    }
-    let objective = 0.5
-        * gamma
-            .iter()
-            .zip(u.iter().zip(sys.r()))
-            .map(|(g, (ui, ri))| g * (ui + ri))
-            .sum::<f64>();
+    evaluate_at(sys, gamma, &sys.velocity(gamma), friction)
+}
+
+/// [`evaluate`] given the velocity `u = (N + E)γ + r` of `gamma`.
+pub fn evaluate_at(sys: &System, gamma: &[f64], u: &[f64], friction: FrictionModel) -> Merit {
+    let res = residual(sys, gamma, u, friction, &vec![1.0; sys.blocks()]);
+    // Per run of blocks: complementarity, primal and dual violations, `γᵀ(u + r)`.
+    let runs = map_runs(sys.blocks(), |blocks| {
+        let (mut complementarity, mut primal, mut dual, mut work) = (0.0f64, 0.0f64, 0.0f64, 0.0);
+        let mut u_hat = [0.0; 3];
+        for k in blocks {
+            let (cone, range) = (&sys.cones()[k], sys.block_range(k));
+            let uh = &mut u_hat[..range.len()];
+            model_velocity(cone, &u[range.clone()], friction, uh);
+            let g = &gamma[range.clone()];
+            let dot: f64 = g.iter().zip(uh.iter()).map(|(a, b)| a * b).sum();
+            complementarity = complementarity.max(dot.abs());
+            primal = primal.max(cone.distance_dual(uh));
+            dual = dual.max(cone.distance(g));
+            for i in range {
+                work += gamma[i] * (u[i] + sys.r()[i]);
+            }
+        }
+        (complementarity, primal, dual, work)
+    });
+    let (complementarity, primal, dual, work) = runs.into_iter().fold(
+        (0.0f64, 0.0f64, 0.0f64, 0.0),
+        |(c, p, d, w), (a, b, e, f)| (c.max(a), p.max(b), d.max(e), w + f),
+    );
+    let objective = 0.5 * work;
     Merit {
         natural_map_inf: res.inf,
         natural_map_2: res.two,
@@ -132,9 +156,9 @@ pub fn evaluate(sys: &System, gamma: &[f64], friction: FrictionModel) -> Merit {
         primal_violation: primal,
         dual_violation: dual,
         objective,
-        siconos_error: siconos_error(sys, gamma, &u),
+        siconos_error: siconos_error(sys, gamma, u),
         fclib_merit: (sys.class() == ProblemClass::Fc3d)
-            .then(|| coulomb_natural_map(sys, gamma, &u) / (1.0 + norm2(sys.r()).sqrt())),
+            .then(|| coulomb_natural_map(sys, gamma, u) / (1.0 + norm2(sys.r()).sqrt())),
     }
 }
 

@@ -9,7 +9,8 @@
 //! by colour); an explicit `N` on the operator's block rows, in `f64`.
 
 use super::gauss_seidel::sweeps;
-use super::{Report, Session, Settings, Solver, Stateless, StatelessSession, kernel};
+use super::kernel::{self, KernelSession, OnKernel, Spare};
+use super::{Report, Session, Settings, Solver};
 use crate::error::Result;
 use crate::problem::System;
 
@@ -29,20 +30,20 @@ impl Solver for ColoredGaussSeidel {
     }
 
     fn prepare(&self, _sys: &System, _settings: &Settings) -> Result<Box<dyn Session>> {
-        Ok(Box::new(StatelessSession(*self)))
+        Ok(Box::new(KernelSession::new(*self)))
     }
 }
 
-impl Stateless for ColoredGaussSeidel {
+impl OnKernel for ColoredGaussSeidel {
     const NAME: &'static str = "pgs-colored";
 
-    fn solve_once(&self, sys: &System, settings: &Settings) -> Result<Report> {
+    fn solve_in(&self, sys: &System, settings: &Settings, spare: &mut Spare) -> Result<Report> {
         settings.validate(sys.rows())?;
         let omega = settings.omega.unwrap_or(Self::DEFAULT_OMEGA);
         let colouring = Colouring::of(sys);
         if let Some(f) = sys.factored() {
             let colours: Vec<&[usize]> = colouring.colours().collect();
-            return Ok(kernel::solve(&kernel::Job {
+            let job = kernel::Job {
                 name: Self::NAME,
                 sys,
                 f,
@@ -50,7 +51,8 @@ impl Stateless for ColoredGaussSeidel {
                 omega,
                 sweep: kernel::Sweep::Colored,
                 groups: &colours,
-            }));
+            };
+            return Ok(kernel::solve(&job, spare));
         }
         Ok(sweeps(Self::NAME, sys, settings, omega, &colouring))
     }

@@ -6,9 +6,10 @@
 
 use rayon::prelude::*;
 
+use super::kernel::{self, KernelSession, OnKernel, Spare};
 use super::{
-    Report, Session, Settings, Solver, Stateless, StatelessSession, block_steps, drive,
-    effective_r, kernel, projected_step, velocity_into,
+    Report, Session, Settings, Solver, block_steps, drive, effective_r, projected_step,
+    velocity_into,
 };
 use crate::error::Result;
 use crate::problem::System;
@@ -29,19 +30,19 @@ impl Solver for Jacobi {
     }
 
     fn prepare(&self, _sys: &System, _settings: &Settings) -> Result<Box<dyn Session>> {
-        Ok(Box::new(StatelessSession(*self)))
+        Ok(Box::new(KernelSession::new(*self)))
     }
 }
 
-impl Stateless for Jacobi {
+impl OnKernel for Jacobi {
     const NAME: &'static str = "jacobi";
 
-    fn solve_once(&self, sys: &System, settings: &Settings) -> Result<Report> {
+    fn solve_in(&self, sys: &System, settings: &Settings, spare: &mut Spare) -> Result<Report> {
         settings.validate(sys.rows())?;
         let omega = settings.omega.unwrap_or(Self::DEFAULT_OMEGA);
         if let Some(f) = sys.factored() {
             let all: Vec<usize> = (0..sys.blocks()).collect();
-            return Ok(kernel::solve(&kernel::Job {
+            let job = kernel::Job {
                 name: Self::NAME,
                 sys,
                 f,
@@ -49,7 +50,8 @@ impl Stateless for Jacobi {
                 omega,
                 sweep: kernel::Sweep::Jacobi,
                 groups: &[&all],
-            }));
+            };
+            return Ok(kernel::solve(&job, spare));
         }
         let eta = block_steps(sys, settings.block_step);
         let ranges: Vec<_> = (0..sys.blocks()).map(|k| sys.block_range(k)).collect();

@@ -41,6 +41,7 @@
 //! subnormal ([`lanes::flushed`]: the iterates of a packing at rest pass through that
 //! range, and on x86 every subnormal operation is a microcode assist).
 
+use std::any::Any;
 use std::ops::Range;
 
 use rayon::prelude::*;
@@ -50,7 +51,9 @@ use super::moves::{Isa, Lane, Moves, Record, Task, W};
 use super::progress::{Progress, initial_iterate};
 use super::rows::{Compact, Full, Rows, Velocities};
 use super::traffic::{Term, Traffic};
-use super::{Criterion, Precision, Report, Settings, Status, block_steps};
+use super::{Criterion, Precision, Report, Session, Settings, Status, block_steps};
+use crate::error::Result;
+use crate::par::{copy_into, grow_for_overwrite};
 use crate::problem::merit::{self, Residual};
 use crate::problem::operator::FactoredOperator;
 use crate::problem::{Cone, FrictionModel, System};
@@ -432,12 +435,14 @@ pub(crate) struct Kernel<T: Lane, J: Rows<T>> {
 impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// The kernel of `sys` (factored, operator `f`) with the blocks in the order of
     /// `colours` (each a list of system blocks; one list for Jacobi), block steps `eta`.
-    pub(crate) fn new(
+    /// The groups are written in `groups` (any contents, its memory reused).
+    fn new(
         sys: &System,
         f: &FactoredOperator,
         colours: &[&[usize]],
         eta: &[f64],
         settings: &Settings,
+        mut groups: Vec<Group<T, J>>,
     ) -> Self {
         let mut order = Vec::with_capacity(sys.blocks() + colours.len() * L);
         let mut ranges = Vec::new();
@@ -464,27 +469,42 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             bodies: [[ground; L]; 2],
             targets: [[0; L]; 2],
         };
-        let mut groups = vec![empty; order.len() / L];
+        grow_for_overwrite(&mut groups, order.len() / L, empty);
+        // Each group's lanes from their blocks, groups in parallel.
+        let blocks = order.par_chunks(L).with_min_len(CHUNK);
+        groups.par_iter_mut().zip(blocks).for_each(|(grp, blocks)| {
+            *grp = empty;
+            for (l, k) in blocks.iter().enumerate() {
+                let Some(k) = *k else { continue };
+                for (s, &body) in f.block_bodies(k).iter().enumerate() {
+                    grp.bodies[s][l] = body as u32;
+                }
+                J::encode(&padded_rows(f, k), &mut grp.jac, l);
+                row3(sys.r(), k, &mut grp.r, l);
+                grp.eta[l] = t(eta[k]);
+                grp.mu[l] = match sys.cones()[k] {
+                    Cone::Bilateral { .. } => -T::ONE,
+                    Cone::Unilateral => T::ZERO,
+                    Cone::Coulomb { mu } => t(mu),
+                };
+            }
+        });
         let rigid = sys.compliance().iter().all(|&e| e == 0.0);
-        let mut compliance = (!rigid).then(|| vec![[[T::ZERO; L]; 3]; groups.len()]);
-        for (kk, k) in order.iter().enumerate() {
-            let Some(k) = *k else { continue };
-            let (grp, l) = (&mut groups[kk / L], kk % L);
-            for (s, &body) in f.block_bodies(k).iter().enumerate() {
-                grp.bodies[s][l] = body as u32;
-            }
-            J::encode(&padded_rows(f, k), &mut grp.jac, l);
-            row3(sys.r(), k, &mut grp.r, l);
-            if let Some(e) = &mut compliance {
-                row3(sys.compliance(), k, &mut e[kk / L], l);
-            }
-            grp.eta[l] = t(eta[k]);
-            grp.mu[l] = match sys.cones()[k] {
-                Cone::Bilateral { .. } => -T::ONE,
-                Cone::Unilateral => T::ZERO,
-                Cone::Coulomb { mu } => t(mu),
-            };
-        }
+        let compliance = (!rigid).then(|| {
+            order
+                .par_chunks(L)
+                .with_min_len(CHUNK)
+                .map(|blocks| {
+                    let mut e = [[T::ZERO; L]; 3];
+                    for (l, k) in blocks.iter().enumerate() {
+                        if let Some(k) = *k {
+                            row3(sys.compliance(), k, &mut e, l);
+                        }
+                    }
+                    e
+                })
+                .collect()
+        });
         let bodies: Vec<_> = groups.iter().map(|g| g.bodies).collect();
         let (spread, targets) = Spread::new(&bodies, n_bodies);
         for (grp, t) in groups.iter_mut().zip(targets) {
@@ -523,17 +543,21 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     }
 
     /// `γ` of the system (`f64`, rows in system order) in kernel order, a group per `L`
-    /// blocks (padding zero), flushed as the kernel's iterates are ([`lanes::flushed`]).
-    fn gather(&self, sys: &System, gamma: &[f64]) -> Vec<Impulses<T>> {
-        let mut out = vec![[[T::ZERO; L]; 3]; self.groups.len()];
-        for (kk, k) in self.order.iter().enumerate() {
-            if let Some(k) = *k {
-                for (i, x) in gamma[sys.block_range(k)].iter().enumerate() {
-                    out[kk / L][i][kk % L] = lanes::flushed(T::from_f64(*x));
+    /// blocks (padding zero), flushed as the kernel's iterates are ([`lanes::flushed`]),
+    /// written in `out` (its memory reused).
+    fn gather(&self, sys: &System, gamma: &[f64], out: &mut Vec<Impulses<T>>) {
+        grow_for_overwrite(out, self.groups.len(), [[T::ZERO; L]; 3]);
+        let blocks = self.order.par_chunks(L).with_min_len(CHUNK);
+        out.par_iter_mut().zip(blocks).for_each(|(out, blocks)| {
+            *out = [[T::ZERO; L]; 3];
+            for (l, k) in blocks.iter().enumerate() {
+                if let Some(k) = *k {
+                    for (i, x) in gamma[sys.block_range(k)].iter().enumerate() {
+                        out[i][l] = lanes::flushed(T::from_f64(*x));
+                    }
                 }
             }
-        }
-        out
+        });
     }
 
     /// The inverse of [`Kernel::gather`].
@@ -1064,19 +1088,92 @@ pub(crate) struct Job<'a> {
     pub groups: &'a [&'a [usize]],
 }
 
-/// Runs `job` in the precision of its settings. The returned iterate (the last one if
-/// converged, else the best) carries its `f64` residual.
-pub(crate) fn solve(job: &Job) -> Report {
+/// Runs `job` in the precision of its settings, in the buffers of `spare`. The returned
+/// iterate (the last one if converged, else the best) carries its `f64` residual.
+pub(crate) fn solve(job: &Job, spare: &mut Spare) -> Report {
     match job.settings.precision {
-        Precision::F32 => solve_in::<f32>(job),
-        Precision::F64 => solve_in::<f64>(job),
+        Precision::F32 => solve_in::<f32>(job, spare),
+        Precision::F64 => solve_in::<f64>(job, spare),
     }
+}
+
+/// A solver on the kernel, whose session keeps the kernel's buffers ([`KernelSession`]).
+pub(crate) trait OnKernel: Copy + Send + 'static {
+    /// The registry name.
+    const NAME: &'static str;
+    /// Solves `sys` under `settings`, the kernel in the buffers of `spare`.
+    fn solve_in(&self, sys: &System, settings: &Settings, spare: &mut Spare) -> Result<Report>;
+}
+
+/// The session of an [`OnKernel`] solver: the solver and its kernel's buffers.
+pub(crate) struct KernelSession<S> {
+    solver: S,
+    spare: Spare,
+}
+
+impl<S> KernelSession<S> {
+    /// The session of `solver`, with no buffers yet.
+    pub(crate) fn new(solver: S) -> Self {
+        KernelSession {
+            solver,
+            spare: Spare::default(),
+        }
+    }
+}
+
+impl<S: OnKernel> Session for KernelSession<S> {
+    fn name(&self) -> &'static str {
+        S::NAME
+    }
+
+    fn solve(&mut self, sys: &System, settings: &Settings) -> Result<Report> {
+        self.solver.solve_in(sys, settings, &mut self.spare)
+    }
+
+    fn analyses(&self) -> usize {
+        0
+    }
+}
+
+/// The kernel's largest buffers, kept from one solve to the next: a time stepper's
+/// problems keep about their size from step to step, and a fresh buffer's pages cost a
+/// fault each (the system zeroes them), about 1 GB of them per solve at 1e6 spheres.
+#[derive(Default)]
+pub(crate) struct Spare(Option<Box<dyn Any + Send>>);
+
+impl Spare {
+    /// The buffers kept for precision `T` and rows `J`, or empty ones.
+    fn take<T: Lane, J: Rows<T>>(&mut self) -> Buffers<T, J> {
+        match self.0.take().map(|b| b.downcast::<Buffers<T, J>>()) {
+            Some(Ok(buffers)) => *buffers,
+            _ => Buffers {
+                groups: Vec::new(),
+                iterates: [Vec::new(), Vec::new(), Vec::new()],
+                w: Vec::new(),
+                acc: Vec::new(),
+            },
+        }
+    }
+}
+
+/// The buffers of a [`Spare`]: their contents are overwritten by the next solve.
+struct Buffers<T: Lane, J: Rows<T>> {
+    groups: Vec<Group<T, J>>,
+    /// The current, next and best iterates.
+    iterates: [Vec<Impulses<T>>; 3],
+    /// The body velocities `w`.
+    w: Vec<Record<T>>,
+    /// The accumulator cells ([`Spread`]).
+    acc: Vec<Record<T>>,
 }
 
 /// Whether every block of `sys` (factored, operator `f`) is a sphere contact that the
 /// compact rows encode ([`Compact::fits`]): the kernel then stores them so.
 fn compact(sys: &System, f: &FactoredOperator) -> bool {
-    (0..sys.blocks()).all(|k| Compact::fits(&padded_rows(f, k), f.block_bodies(k).len()))
+    (0..sys.blocks())
+        .into_par_iter()
+        .with_min_len(crate::PAR_MIN_ITEMS)
+        .all(|k| Compact::fits(&padded_rows(f, k), f.block_bodies(k).len()))
 }
 
 /// The rows of block `k` padded to 3 rows × 2 bodies: side `s`, row `i`, column `c` at
@@ -1094,16 +1191,16 @@ fn padded_rows(f: &FactoredOperator, k: usize) -> [f64; 36] {
 }
 
 /// [`solve`] in precision `T`, on compact rows where every block fits them.
-fn solve_in<T: Lane>(job: &Job) -> Report {
+fn solve_in<T: Lane>(job: &Job, spare: &mut Spare) -> Report {
     if compact(job.sys, job.f) {
-        run::<T, Compact>(job)
+        run::<T, Compact>(job, spare)
     } else {
-        run::<T, Full>(job)
+        run::<T, Full>(job, spare)
     }
 }
 
 /// [`solve`] in precision `T` with rows encoded by `J`.
-fn run<T: Lane, J: Rows<T>>(job: &Job) -> Report {
+fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare) -> Report {
     let &Job {
         name,
         sys,
@@ -1113,31 +1210,40 @@ fn run<T: Lane, J: Rows<T>>(job: &Job) -> Report {
         sweep,
         groups,
     } = job;
+    let Buffers {
+        groups: memory,
+        iterates: [mut cur, mut next, mut best],
+        mut w,
+        mut acc,
+    } = spare.take::<T, J>();
     let eta = block_steps(sys, settings.block_step);
-    let kernel = Kernel::<T, J>::new(sys, f, groups, &eta, settings);
+    let kernel = Kernel::<T, J>::new(sys, f, groups, &eta, settings, memory);
     let omega = T::from_f64(omega);
     let gamma0 = initial_iterate(sys, settings);
-    let mut cur = kernel.gather(sys, &gamma0);
-    let mut next = cur.clone();
-    // `w` at `cur`, as the passes read it.
-    let mut w = vec![Record::new([T::ZERO; W]); kernel.bodies() + 1];
-    let bodies = w.len() - 1;
-    let mut acc = vec![Record::new([T::ZERO; W]); kernel.spread.cells()];
+    kernel.gather(sys, &gamma0, &mut cur);
+    copy_into(&cur, &mut next);
+    // `w` at `cur`, as the passes read it; the ground's record (last) zero.
+    let zero = Record::new([T::ZERO; W]);
+    let bodies = kernel.bodies();
+    grow_for_overwrite(&mut w, bodies + 1, zero);
+    w[bodies] = zero;
+    grow_for_overwrite(&mut acc, kernel.spread.cells(), zero);
     kernel.velocities_at(&cur, &mut acc, &mut w[..bodies]);
     // Jacobi's pass leaves `J_{k,s}ᵀ next_k` in the cells `acc`; the coloured sweep, `w`
     // at `next` in its atomic cells (updated in place, block by block).
-    let mut scratch = match sweep {
-        Sweep::Jacobi => Scratch::Jacobi { acc },
-        Sweep::Colored => Scratch::Colored {
-            shared: Shared(w.iter().map(|r| r.v.map(T::atomic)).collect()),
-        },
+    let (mut scratch, idle) = match sweep {
+        Sweep::Jacobi => (Scratch::Jacobi { acc }, Vec::new()),
+        Sweep::Colored => {
+            let shared = Shared(w.iter().map(|r| r.v.map(T::atomic)).collect());
+            (Scratch::Colored { shared }, acc)
+        }
     };
     let sums = kernel.pass(&cur, &mut next, &w, &mut scratch, omega);
     let (mut progress, mut status) = Progress::new(settings, &gamma0, sums.residual(kernel.r_norm));
     if settings.max_iter == 0 && status.is_none() {
         status = Some(Status::MaxIterations);
     }
-    let mut best = cur.clone();
+    copy_into(&cur, &mut best);
     let passes = match sweep {
         Sweep::Jacobi => 1,
         Sweep::Colored => 2,
@@ -1168,7 +1274,17 @@ fn run<T: Lane, J: Rows<T>>(job: &Job) -> Report {
     let gamma = kernel.scatter(sys, returned);
     let u = sys.velocity(&gamma);
     let residual = merit::residual(sys, &gamma, &u, settings.friction, &eta);
-    progress.report(name, sys, status, gamma, residual)
+    let acc = match scratch {
+        Scratch::Jacobi { acc } => acc,
+        Scratch::Colored { .. } => idle,
+    };
+    spare.0 = Some(Box::new(Buffers {
+        groups: kernel.groups,
+        iterates: [cur, next, best],
+        w,
+        acc,
+    }));
+    progress.report(name, sys, status, gamma, residual, Some(&u))
 }
 
 /// The number of accumulator cells ([`Spread`]) of the kernel of `f` with the blocks in

@@ -18,6 +18,7 @@ pub mod simplex;
 pub mod spg;
 pub mod traffic;
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -521,19 +522,31 @@ pub enum BlockStep {
 /// moved.
 pub(crate) fn block_steps(sys: &System, rule: BlockStep) -> Vec<f64> {
     (0..sys.blocks())
+        .into_par_iter()
+        .with_min_len(crate::PAR_MIN_ITEMS)
         .map(|k| {
             let d = sys.block_range(k).len();
             let n = sys.diagonal_block(k);
             let scale = match rule {
                 BlockStep::MeanDiagonal => (0..d).map(|a| n[a * d + a]).sum::<f64>() / d as f64,
-                BlockStep::MaxEigenvalue => {
-                    let sym = nalgebra::DMatrix::from_fn(d, d, |a, b| {
-                        0.5 * (n[a * d + b] + n[b * d + a])
-                    });
-                    sym.symmetric_eigenvalues().max()
-                }
+                BlockStep::MaxEigenvalue => max_eigenvalue(&n, d),
             };
             if scale > 0.0 { 1.0 / scale } else { 0.0 }
         })
         .collect()
+}
+
+/// The largest eigenvalue of the symmetric part of the `d × d` row-major block `n`, `d ≤
+/// 3`, on fixed-size matrices (no allocation per block).
+fn max_eigenvalue(n: &[f64; 9], d: usize) -> f64 {
+    let sym = |a: usize, b: usize| 0.5 * (n[a * d + b] + n[b * d + a]);
+    match d {
+        1 => sym(0, 0),
+        2 => nalgebra::Matrix2::from_fn(sym)
+            .symmetric_eigenvalues()
+            .max(),
+        _ => nalgebra::Matrix3::from_fn(sym)
+            .symmetric_eigenvalues()
+            .max(),
+    }
 }

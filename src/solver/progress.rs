@@ -218,11 +218,11 @@ impl<'a> Progress<'a> {
         } else {
             (self.best_gamma.clone(), self.best.1)
         };
-        self.report(name, sys, status, gamma, residual)
+        self.report(name, sys, status, gamma, residual, None)
     }
 
     /// The report of the iterate `gamma` the solve returns (the last one if converged, else
-    /// the best one) with its `residual`.
+    /// the best one) with its `residual`, and its velocity `u` when the caller has it.
     pub(crate) fn report(
         self,
         name: &str,
@@ -230,6 +230,7 @@ impl<'a> Progress<'a> {
         status: Status,
         gamma: Vec<f64>,
         residual: Residual,
+        u: Option<&[f64]>,
     ) -> Report {
         Report {
             solver: name.to_string(),
@@ -237,7 +238,10 @@ impl<'a> Progress<'a> {
             iterations: self.iterations,
             time_s: self.start.elapsed().as_secs_f64(),
             residual,
-            merit: merit::evaluate(sys, &gamma, self.settings.friction),
+            merit: match u {
+                Some(u) => merit::evaluate_at(sys, &gamma, u, self.settings.friction),
+                None => merit::evaluate(sys, &gamma, self.settings.friction),
+            },
             gamma,
             trace: self.trace,
             phases: Vec::new(),
