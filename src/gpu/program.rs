@@ -14,7 +14,7 @@ use super::refine;
 use crate::error::{Error, Result};
 use crate::problem::System;
 use crate::problem::merit::{self, Residual};
-use crate::solver::progress::{Progress, biased_velocity};
+use crate::solver::progress::{Progress, biased_velocity, norm_inf};
 use crate::solver::{Bias, Report, Session, Settings, Solver, Status, block_steps, coulomb};
 
 /// The buffers a session makes when its problem outgrows the last ones: this many times the
@@ -314,8 +314,11 @@ impl GpuKernels {
             let monitors = self.engine.read_monitors()?;
             let last = monitors[monitors.len() - 1];
             if first {
-                let (progress, mut status) =
-                    Progress::new(settings, &data.gamma_f64, residual(&monitors[0]));
+                let (progress, mut status) = Progress::observing(
+                    settings,
+                    norm_inf(&data.gamma_f64),
+                    residual(&monitors[0]),
+                );
                 if settings.max_iter == 0 && status.is_none() {
                     status = Some(Status::MaxIterations);
                 }

@@ -119,12 +119,20 @@ pub fn residual(
 
 /// Evaluates the whole merit set of `gamma`.
 pub fn evaluate(sys: &System, gamma: &[f64], friction: FrictionModel) -> Merit {
-    evaluate_at(sys, gamma, &sys.velocity(gamma), friction)
+    let u = sys.velocity(gamma);
+    let res = residual(sys, gamma, &u, friction, &vec![1.0; sys.blocks()]);
+    evaluate_at(sys, gamma, &u, &res, friction)
 }
 
-/// [`evaluate`] given the velocity `u = (N + E)γ + r` of `gamma`.
-pub fn evaluate_at(sys: &System, gamma: &[f64], u: &[f64], friction: FrictionModel) -> Merit {
-    let res = residual(sys, gamma, u, friction, &vec![1.0; sys.blocks()]);
+/// [`evaluate`] given the velocity `u = (N + E)γ + r` of `gamma` and its [`residual`]
+/// `res` under `friction` (with any block steps: the merit set takes its unit-step norms).
+pub fn evaluate_at(
+    sys: &System,
+    gamma: &[f64],
+    u: &[f64],
+    res: &Residual,
+    friction: FrictionModel,
+) -> Merit {
     // Per run of blocks: complementarity, primal and dual violations, `γᵀ(u + r)`.
     let runs = map_runs(sys.blocks(), |blocks| {
         let (mut complementarity, mut primal, mut dual, mut work) = (0.0f64, 0.0f64, 0.0f64, 0.0);

@@ -48,7 +48,7 @@ use rayon::prelude::*;
 
 use super::lanes::{self, Cones, L, Lanes};
 use super::moves::{Isa, Lane, Moves, Record, Task, W};
-use super::progress::{Progress, initial_iterate};
+use super::progress::{Progress, initial_iterate, norm_inf};
 use super::rows::{Compact, Full, Rows, Velocities};
 use super::traffic::{Term, Traffic};
 use super::{Criterion, Precision, Report, Session, Settings, Status, block_steps};
@@ -1239,7 +1239,8 @@ fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare) -> Report {
         }
     };
     let sums = kernel.pass(&cur, &mut next, &w, &mut scratch, omega);
-    let (mut progress, mut status) = Progress::new(settings, &gamma0, sums.residual(kernel.r_norm));
+    let (mut progress, mut status) =
+        Progress::observing(settings, norm_inf(&gamma0), sums.residual(kernel.r_norm));
     if settings.max_iter == 0 && status.is_none() {
         status = Some(Status::MaxIterations);
     }

@@ -28,7 +28,8 @@ pub(crate) fn biased_velocity(sys: &System, bias: Bias, gamma: &[f64]) -> Vec<f6
     u
 }
 
-fn norm_inf(v: &[f64]) -> f64 {
+/// `‖v‖∞`.
+pub(crate) fn norm_inf(v: &[f64]) -> f64 {
     v.iter().fold(0.0, |m, x| m.max(x.abs()))
 }
 
@@ -96,6 +97,18 @@ impl<'a> Progress<'a> {
         gamma: &[f64],
         res: Residual,
     ) -> (Self, Option<Status>) {
+        let (mut progress, status) = Self::observing(settings, norm_inf(gamma), res);
+        progress.best_gamma = gamma.to_vec();
+        (progress, status)
+    }
+
+    /// [`Progress::new`] for a caller that keeps its iterates ([`Progress::observe`]),
+    /// given `‖γ‖∞` of the initial one.
+    pub(crate) fn observing(
+        settings: &'a Settings,
+        gamma_scale: f64,
+        res: Residual,
+    ) -> (Self, Option<Status>) {
         let start = Instant::now();
         let value = settings.criterion.of(&res);
         let progress = Progress {
@@ -109,9 +122,9 @@ impl<'a> Progress<'a> {
                 products: 1,
             }],
             best: (value, res),
-            best_gamma: gamma.to_vec(),
+            best_gamma: Vec::new(),
             last: res,
-            gamma_scale: norm_inf(gamma),
+            gamma_scale,
             since_best: 0,
             iterations: 0,
             products: 1,
@@ -222,7 +235,8 @@ impl<'a> Progress<'a> {
     }
 
     /// The report of the iterate `gamma` the solve returns (the last one if converged, else
-    /// the best one) with its `residual`, and its velocity `u` when the caller has it.
+    /// the best one) with its `residual`; `u`, when the caller has it, is the velocity of
+    /// `gamma` at which `residual` was measured in `f64` ([`merit::residual`]).
     pub(crate) fn report(
         self,
         name: &str,
@@ -239,7 +253,7 @@ impl<'a> Progress<'a> {
             time_s: self.start.elapsed().as_secs_f64(),
             residual,
             merit: match u {
-                Some(u) => merit::evaluate_at(sys, &gamma, u, self.settings.friction),
+                Some(u) => merit::evaluate_at(sys, &gamma, u, &residual, self.settings.friction),
                 None => merit::evaluate(sys, &gamma, self.settings.friction),
             },
             gamma,
