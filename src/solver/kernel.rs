@@ -218,9 +218,9 @@ type Impulses<T> = [Lanes<T>; 3];
 type JacobiOut<'a, T> = (&'a mut [Impulses<T>], &'a mut [Record<T>]);
 
 /// What a sweep writes besides the next iterate.
-enum Scratch<T: Lane> {
+enum Scratch<'a, T: Lane> {
     /// Jacobi's accumulator cells ([`Spread`]).
-    Jacobi { acc: Vec<Record<T>> },
+    Jacobi { acc: &'a mut [Record<T>] },
     /// The coloured sweep's velocities, which its blocks update in place.
     Colored { shared: Shared<T> },
 }
@@ -930,7 +930,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         gamma: &[Impulses<T>],
         next: &mut [Impulses<T>],
         w: &[Record<T>],
-        scratch: &mut Scratch<T>,
+        scratch: &mut Scratch<'_, T>,
         omega: T,
     ) -> Sums {
         match scratch {
@@ -1231,12 +1231,11 @@ fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare) -> Report {
     kernel.velocities_at(&cur, &mut acc, &mut w[..bodies]);
     // Jacobi's pass leaves `J_{k,s}ᵀ next_k` in the cells `acc`; the coloured sweep, `w`
     // at `next` in its atomic cells (updated in place, block by block).
-    let (mut scratch, idle) = match sweep {
-        Sweep::Jacobi => (Scratch::Jacobi { acc }, Vec::new()),
-        Sweep::Colored => {
-            let shared = Shared(w.iter().map(|r| r.v.map(T::atomic)).collect());
-            (Scratch::Colored { shared }, acc)
-        }
+    let mut scratch = match sweep {
+        Sweep::Jacobi => Scratch::Jacobi { acc: &mut acc },
+        Sweep::Colored => Scratch::Colored {
+            shared: Shared(w.iter().map(|r| r.v.map(T::atomic)).collect()),
+        },
     };
     let sums = kernel.pass(&cur, &mut next, &w, &mut scratch, omega);
     let (mut progress, mut status) =
@@ -1275,10 +1274,6 @@ fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare) -> Report {
     let gamma = kernel.scatter(sys, returned);
     let u = sys.velocity(&gamma);
     let residual = merit::residual(sys, &gamma, &u, settings.friction, &eta);
-    let acc = match scratch {
-        Scratch::Jacobi { acc } => acc,
-        Scratch::Colored { .. } => idle,
-    };
     spare.0 = Some(Box::new(Buffers {
         groups: kernel.groups,
         iterates: [cur, next, best],
