@@ -194,15 +194,23 @@ pub(crate) struct ContactBlock {
 /// The block of contact `c` with friction coefficient `mu` at time step `h`, a penetration
 /// pushed out no faster than `v_rec`.
 pub(crate) fn contact_block(c: &Contact, mu: f64, h: f64, v_rec: f64) -> ContactBlock {
-    let (t1, t2) = tangent_frame(&c.normal);
-    // b = Φ/h: a gap may close within the step, a penetration is pushed out no faster than
-    // the recovery speed.
-    let bias = [(c.distance / h).max(-v_rec), 0.0, 0.0];
     ContactBlock {
         cone: contact_cone(mu),
-        dirs: [c.normal, t1, t2],
-        bias,
+        dirs: contact_dirs(c),
+        bias: [contact_bias(c, h, v_rec), 0.0, 0.0],
     }
+}
+
+/// The directions of contact `c`'s rows: the normal, then the two tangents.
+fn contact_dirs(c: &Contact) -> [Vector3<f64>; 3] {
+    let (t1, t2) = tangent_frame(&c.normal);
+    [c.normal, t1, t2]
+}
+
+/// The normal entry of contact `c`'s bias, `b = Φ/h`: a gap may close within the step, a
+/// penetration is pushed out no faster than the recovery speed `v_rec`.
+fn contact_bias(c: &Contact, h: f64, v_rec: f64) -> f64 {
+    (c.distance / h).max(-v_rec)
 }
 
 /// The cone of a contact with friction coefficient `mu`: Coulomb with friction,
@@ -270,21 +278,21 @@ fn write_block(
 }
 
 /// The rows `±(e, r × e)` of `body` (angular part in the body frame) for the directions
-/// `dirs` at world point `p`: [`super::joint::point_row`] for each, the lever arm computed once.
+/// `dirs` at world point `p`, into `rows` (one per direction): [`super::joint::point_row`]
+/// for each, the lever arm computed once.
 fn point_rows(
     body: &RigidBody,
     p: &Vector3<f64>,
     dirs: &[Vector3<f64>],
     sign: f64,
-) -> [[f64; 6]; 3] {
+    rows: &mut [[f64; 6]],
+) {
     let inv = body.pose.orientation.inverse();
     let r = inv * (p - body.pose.position);
-    let mut rows = [[0.0; 6]; 3];
     for (row, e) in rows.iter_mut().zip(dirs) {
         let ang = r.cross(&(inv * e));
         *row = [e.x, e.y, e.z, ang.x, ang.y, ang.z].map(|x| sign * x);
     }
-    rows
 }
 
 /// The problem body of each scene body (`None` for fixed and kinematic bodies) into
@@ -736,20 +744,28 @@ impl World {
                     None => {
                         let c = contact(k);
                         let (ba, bb) = (&self.bodies[c.body_a], &self.bodies[c.body_b]);
-                        let mu = ba.friction.min(bb.friction);
-                        let block = contact_block(c, mu, h, v_rec);
-                        let (dirs, d) = (block.dirs, bias.len());
-                        bias.copy_from_slice(&block.bias[..d]);
-                        let rows_a = point_rows(ba, &c.point_a, &dirs[..d], -1.0);
-                        let rows_b = point_rows(bb, &c.point_b, &dirs[..d], 1.0);
-                        write_block(
-                            &self.bodies,
-                            index,
-                            (Some(c.body_a), &rows_a[..d]),
-                            (Some(c.body_b), &rows_b[..d]),
-                            out,
-                            bias,
-                        );
+                        let (dirs, d) = (contact_dirs(c), bias.len());
+                        bias[0] = contact_bias(c, h, v_rec);
+                        bias[1..].fill(0.0);
+                        if index[c.body_a].is_some() && index[c.body_b].is_some() {
+                            // Both sides dynamic (the common case): the rows straight into
+                            // place.
+                            let (out_a, out_b) = out.split_at_mut(d);
+                            point_rows(ba, &c.point_a, &dirs[..d], -1.0, out_a);
+                            point_rows(bb, &c.point_b, &dirs[..d], 1.0, out_b);
+                        } else {
+                            let (mut rows_a, mut rows_b) = ([[0.0; 6]; 3], [[0.0; 6]; 3]);
+                            point_rows(ba, &c.point_a, &dirs[..d], -1.0, &mut rows_a[..d]);
+                            point_rows(bb, &c.point_b, &dirs[..d], 1.0, &mut rows_b[..d]);
+                            write_block(
+                                &self.bodies,
+                                index,
+                                (Some(c.body_a), &rows_a[..d]),
+                                (Some(c.body_b), &rows_b[..d]),
+                                out,
+                                bias,
+                            );
+                        }
                     }
                     Some(j) => {
                         let joint = &blocks.joints[j];
@@ -764,11 +780,9 @@ impl World {
                         );
                     }
                 }
-                let all_finite = bias
-                    .iter()
-                    .chain(out.iter().flatten())
-                    .all(|v| v.is_finite());
-                if !all_finite {
+                // `0 · x` is ±0 for a finite `x` and NaN otherwise: one sum without branches.
+                let sum: f64 = bias.iter().chain(out.iter().flatten()).map(|v| 0.0 * v).sum();
+                if sum != 0.0 {
                     finite.store(false, Ordering::Relaxed);
                 }
             },

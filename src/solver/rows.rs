@@ -90,15 +90,28 @@ impl Compact {
     /// normal row of each body has no angular part (at most `1e-12` times the largest entry
     /// of that body's rows: what rounding leaves of `r × n` with `r` along `n`).
     pub(crate) fn fits(full: &[f64; 36], bodies: usize) -> bool {
-        let at = |s: usize, i: usize, c: usize| full[(3 * s + i) * 6 + c];
-        let linear_pair = (0..3).all(|i| (0..3).all(|c| at(1, i, c) == -at(0, i, c)));
-        let normal_free = (0..bodies).all(|s| {
-            let scale = (0..3)
-                .flat_map(|i| (0..6).map(move |c| at(s, i, c).abs()))
-                .fold(0.0, f64::max);
-            (3..6).all(|c| at(s, 0, c).abs() <= 1e-12 * scale)
-        });
-        (bodies == 1 || linear_pair) && normal_free
+        // Straight loops over the fixed-size sides (iterator adaptors here cost several
+        // times the arithmetic: this test runs once per block per solve).
+        let side = |s: usize| -> &[f64; 18] {
+            full[18 * s..18 * s + 18]
+                .try_into()
+                .expect("a side holds 3 rows of 6")
+        };
+        let (first, second) = (side(0), side(1));
+        let mut linear_pair = true;
+        for i in 0..3 {
+            for c in 0..3 {
+                linear_pair &= second[6 * i + c] == -first[6 * i + c];
+            }
+        }
+        let normal_free = |rows: &[f64; 18]| {
+            let mut scale = 0.0f64;
+            for x in rows {
+                scale = scale.max(x.abs());
+            }
+            rows[3..6].iter().all(|x| x.abs() <= 1e-12 * scale)
+        };
+        (bodies == 1 || linear_pair) && normal_free(first) && (bodies == 1 || normal_free(second))
     }
 }
 

@@ -225,49 +225,59 @@ impl Table {
     }
 
     /// Calls `f` with each body in the cells `(x − 1..=x + 1, y, z)` of `level`, `c` being
-    /// `(x, y, z)`.
-    fn row(&self, level: u32, c: [i64; 3], mut f: impl FnMut(usize)) {
-        let xs = c[0].saturating_sub(1)..=c[0].saturating_add(1);
-        match &self.layout {
-            Layout::Dense(boxes) => {
-                let Some(b) = boxes.iter().find(|b| b.level == level) else {
-                    return;
-                };
-                let inside = |i: usize| (b.min[i]..b.min[i] + b.dims[i]).contains(&c[i]);
-                if !(inside(1) && inside(2)) {
-                    return;
-                }
-                let lo = (*xs.start()).max(b.min[0]);
-                let hi = (*xs.end()).min(b.min[0] + b.dims[0] - 1);
-                if lo > hi {
-                    return;
-                }
-                let (first, last) = (b.slot([lo, c[1], c[2]]), b.slot([hi, c[1], c[2]]));
-                let run = &self.sorted[self.starts[first]..self.starts[last + 1]];
-                run.iter().for_each(|e| f(e.body));
-            }
-            Layout::Hashed { mask } => {
-                for x in xs {
-                    let key = Key {
-                        level,
-                        cell: [x, c[1], c[2]],
-                    };
-                    let b = bucket(&key, *mask);
-                    self.sorted[self.starts[b]..self.starts[b + 1]]
-                        .iter()
-                        .filter(|e| e.key == key)
-                        .for_each(|e| f(e.body));
-                }
-            }
+    /// `(x, y, z)`, hashed into `mask + 1` buckets.
+    fn hashed_row(&self, mask: usize, level: u32, c: [i64; 3], mut f: impl FnMut(usize)) {
+        for x in c[0].saturating_sub(1)..=c[0].saturating_add(1) {
+            let key = Key {
+                level,
+                cell: [x, c[1], c[2]],
+            };
+            let b = bucket(&key, mask);
+            self.sorted[self.starts[b]..self.starts[b + 1]]
+                .iter()
+                .filter(|e| e.key == key)
+                .for_each(|e| f(e.body));
         }
     }
 
-    /// Calls `f` with each body in the 27 cells of `level` around cell `c` (itself included).
+    /// Calls `f` with each body in the 27 cells of `level` around cell `c` (itself included),
+    /// row by row (`z`, then `y`, then `x`).
     fn around(&self, level: u32, c: [i64; 3], mut f: impl FnMut(usize)) {
+        let boxes = match &self.layout {
+            Layout::Dense(boxes) => boxes,
+            &Layout::Hashed { mask } => {
+                for dz in -1..=1 {
+                    for dy in -1..=1 {
+                        let cell = [c[0], c[1].saturating_add(dy), c[2].saturating_add(dz)];
+                        self.hashed_row(mask, level, cell, &mut f);
+                    }
+                }
+                return;
+            }
+        };
+        // The dense box looked up and the rows' `x` range clamped once for the 9 rows.
+        let Some(b) = boxes.iter().find(|b| b.level == level) else {
+            return;
+        };
+        let lo = c[0].saturating_sub(1).max(b.min[0]);
+        let hi = c[0].saturating_add(1).min(b.min[0] + b.dims[0] - 1);
+        if lo > hi {
+            return;
+        }
+        let inside = |i: usize, x: i64| (b.min[i]..b.min[i] + b.dims[i]).contains(&x);
         for dz in -1..=1 {
+            let z = c[2].saturating_add(dz);
+            if !inside(2, z) {
+                continue;
+            }
             for dy in -1..=1 {
-                let cell = [c[0], c[1].saturating_add(dy), c[2].saturating_add(dz)];
-                self.row(level, cell, &mut f);
+                let y = c[1].saturating_add(dy);
+                if !inside(1, y) {
+                    continue;
+                }
+                let (first, last) = (b.slot([lo, y, z]), b.slot([hi, y, z]));
+                let run = &self.sorted[self.starts[first]..self.starts[last + 1]];
+                run.iter().for_each(|e| f(e.body));
             }
         }
     }
