@@ -781,7 +781,11 @@ impl World {
                     }
                 }
                 // `0 · x` is ±0 for a finite `x` and NaN otherwise: one sum without branches.
-                let sum: f64 = bias.iter().chain(out.iter().flatten()).map(|v| 0.0 * v).sum();
+                let sum: f64 = bias
+                    .iter()
+                    .chain(out.iter().flatten())
+                    .map(|v| 0.0 * v)
+                    .sum();
                 if sum != 0.0 {
                     finite.store(false, Ordering::Relaxed);
                 }
