@@ -1180,15 +1180,14 @@ fn compact(sys: &System, f: &FactoredOperator) -> bool {
 /// `(3 s + i) · 6 + c`.
 fn padded_rows(f: &FactoredOperator, k: usize) -> [f64; 36] {
     let d = f.offsets()[k + 1] - f.offsets()[k];
-    // Whole rows assigned as arrays (a slice copy per row is a call to `memcpy`).
-    let mut full = [[0.0; 6]; 6];
+    let mut full = [0.0; 36];
     for s in 0..f.block_bodies(k).len() {
         let start = f.jac_start()[k] + s * d;
         for (i, row) in f.jac()[start..start + d].iter().enumerate() {
-            full[3 * s + i] = *row;
+            full[(3 * s + i) * 6..][..6].copy_from_slice(row);
         }
     }
-    bytemuck::cast(full)
+    full
 }
 
 /// [`solve`] in precision `T`, on compact rows where every block fits them.
