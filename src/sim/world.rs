@@ -1119,6 +1119,31 @@ mod tests {
         }
     }
 
+    /// A contact row that is not finite (here from a body's orientation) is refused with
+    /// the validation's error, though every free velocity is finite: the rows' own test.
+    #[test]
+    fn a_non_finite_contact_row_is_an_error() {
+        let mut scene = wrecking_ball_after(5);
+        let world = &mut scene.world;
+        world.prescribe();
+        world.detect();
+        let dynamic = |i: usize| world.bodies[i].is_dynamic();
+        let c = *world
+            .contacts
+            .iter()
+            .find(|c| dynamic(c.body_a) && dynamic(c.body_b))
+            .expect("a contact between two dynamic bodies");
+        world.bodies[c.body_b].pose.orientation = nalgebra::UnitQuaternion::new_unchecked(
+            nalgebra::Quaternion::new(f64::NAN, 0.0, 0.0, 0.0),
+        );
+        assert!(world.blocks(&mut Spare::default()).v_finite);
+        let err = world
+            .assemble_system()
+            .err()
+            .expect("a non-finite row is refused");
+        assert!(err.to_string().contains("finite"), "{err}");
+    }
+
     #[test]
     fn warm_start_matches_sorted_keys_and_leaves_new_contacts_at_zero() {
         let mut world = World::new(Vec::new(), Vec::new(), StepSettings::default());
