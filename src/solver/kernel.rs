@@ -609,8 +609,8 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     }
 
     /// Adds group `gi`'s products `J_{k,s}ᵀ γ_k` at `γ` = `g` into its targets among
-    /// `cells` (its part's): transposed from the lanes to a block's 16 values in
-    /// registers ([`Moves`]), then added a side's record at a time.
+    /// `cells` (its part's): transposed from the lanes in registers and added a piece of
+    /// a side's record at a time ([`Moves`]).
     #[inline(always)]
     fn spread_group<M: Moves>(
         &self,
@@ -620,17 +620,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         cells: &mut [Record<T>],
     ) {
         let grp = &self.groups[gi];
-        let mut blocks = [[[T::ZERO; W]; 2]; L];
-        T::store_products(moves, &J::transpose_times(&grp.jac, g), &mut blocks);
-        for (l, block) in blocks.iter().enumerate() {
-            for (side, targets) in block.iter().zip(&grp.targets) {
-                // All `W` values (the padding adds zeros): one vector add of the record.
-                let cell = &mut cells[targets[l] as usize].v;
-                for c in 0..W {
-                    cell[c] += side[c];
-                }
-            }
-        }
+        T::add_products(moves, &J::transpose_times(&grp.jac, g), &grp.targets, cells);
     }
 
     /// `w = M⁻¹ Jᵀ γ` from the cells `acc` ([`Kernel::spread_part`]), bodies in parallel
@@ -1309,7 +1299,8 @@ fn spread_cells(f: &FactoredOperator, colours: &[&[usize]]) -> usize {
 /// values read, [`Spread`]), then per block its record (with its 2 cell targets), the
 /// gathers of `w` (the 6 values of a body's 8 in 16-byte pieces, [`super::moves`]: 8
 /// values in `f32`, 6 in `f64`) and the new `γ_k` written, per link (block and body) its
-/// product added into a cell (6 values read, 6 written), per cell its 8 values zeroed.
+/// product added into a cell in the same 16-byte pieces (read and written), per cell its 8
+/// values zeroed.
 /// The minimum of the
 /// encoding, for comparison: the record, `γ_k` read and written, and per body `M⁻¹` and
 /// `w` written once and read once (`8 + (VALUES + 11) t` per block plus `18 t` per body:
@@ -1343,9 +1334,10 @@ pub(crate) fn traffic(
     } else {
         ("full", <Full as Rows<f64>>::VALUES)
     };
-    // Per block: bodies (8), J, r, γ, η, μ, compliance, the w gathers of both sides (the
-    // 6 values of a body in 16-byte pieces).
-    let gathers = 2 * u64::div_ceil(6 * t, 16) * 16;
+    // The 6 values of a body in 16-byte pieces (8 in `f32`).
+    let pieces = u64::div_ceil(6 * t, 16) * 16;
+    let gathers = 2 * pieces;
+    // Per block: bodies (8), J, r, γ, η, μ, compliance, the w gathers of both sides.
     let record = 8 + 8 + values * t + 3 * t + 3 * t + 2 * t + comp + gathers;
     let terms = match sweep {
         Sweep::Jacobi => {
@@ -1357,7 +1349,7 @@ pub(crate) fn traffic(
                 },
                 Term {
                     what: "Jw, residual, projection, Jᵀγ",
-                    bytes: blocks * (record + 3 * t) + links * 12 * t + cells * W as u64 * t,
+                    bytes: blocks * (record + 3 * t) + links * 2 * pieces + cells * W as u64 * t,
                 },
             ]
         }

@@ -1,15 +1,15 @@
 //! Moves between the CPU kernel's records and its lanes (issue 16): the gather of `L`
 //! bodies' velocities `w` (a record of [`W`] values per body) into 6 lane vectors, and the
-//! store of `L` blocks' products `J_{k,s}ᵀ γ_k` from 12 lane vectors into each block's 16
-//! values ([`Products`]: two records of 8, padded with zeros). Both are transposes of an
-//! `L × 6` (or `L × 16`) matrix. Written
-//! as plain loops, LLVM compiles them into one scalar insert or extract per value (96 per
+//! add of `L` blocks' products `J_{k,s}ᵀ γ_k` from 12 lane vectors into the records of
+//! their accumulator cells. Both are transposes of an `L × 6` matrix per side. Written as
+//! plain loops, LLVM compiles them into one scalar insert or extract per value (96 per
 //! gather of a group's two sides), and these moves, not the arithmetic, set the cost of a
 //! block in `f32`. Under AVX2 they are in-register transposes of 128-bit pieces of the
 //! records, through `pulp`'s safe intrinsics ([`Moves`] for [`V3`]): per group and side,
 //! 8 loads and 8 inserts of 128 bits and 12 shuffles (`f32`) or 12 inserts and 12 shuffles
-//! (`f64`) gather `w`; 32 shuffles and 32 stores of 128 bits (`f32`) or 32 shuffles and
-//! 64 stores (`f64`) store the products. Elsewhere the plain loops run ([`Portable`]).
+//! (`f64`) gather `w`; 8 shuffles and 16 adds of 128 bits into the records (`f32`), or 12
+//! shuffles and 24 adds (`f64`), add the products. Elsewhere the plain loops run
+//! ([`Portable`]).
 //!
 //! [`Isa::run`] runs a kernel task ([`Task`]) with the moves of the machine, under the
 //! instruction set they need (`pulp`'s `vectorize`: the task, `#[inline(always)]`, is
@@ -57,20 +57,18 @@ pub(crate) struct Align32;
 #[repr(align(64))]
 pub(crate) struct Align64;
 
-/// A block's products `J_{k,s}ᵀ γ_k`, side `s` then component, each side padded to [`W`]
-/// values (zeros) as a body's record is: 16 contiguous values.
-pub(crate) type Products<T> = [[T; W]; 2];
-
 /// The gathers and stores of one instruction set, for each precision.
 pub(crate) trait Moves: Copy {
     /// Components 0–5 of the records `rows`, lane `l` from `rows[l]`.
     fn gather_f32(self, rows: [&[f32; W]; L]) -> [Lanes<f32>; 6];
     /// As [`Moves::gather_f32`].
     fn gather_f64(self, rows: [&[f64; W]; L]) -> [Lanes<f64>; 6];
-    /// `v` (side, component, lane) into `out` (lane, side, component).
-    fn store_f32(self, v: &Velocities<f32>, out: &mut [Products<f32>; L]);
-    /// As [`Moves::store_f32`].
-    fn store_f64(self, v: &Velocities<f64>, out: &mut [Products<f64>; L]);
+    /// Adds `v` (side `s`, component, lane `l`) into the record `cells[targets[s][l]]`:
+    /// side 0's lanes in lane order, then side 1's, whatever the instruction set (so the
+    /// sums are the same bits everywhere; lanes and sides may share a record).
+    fn add_f32(self, v: &Velocities<f32>, targets: &[[u32; L]; 2], cells: &mut [Record<f32>]);
+    /// As [`Moves::add_f32`].
+    fn add_f64(self, v: &Velocities<f64>, targets: &[[u32; L]; 2], cells: &mut [Record<f64>]);
     /// Asks the cache for the lines of `value`, with no wait for them: a hint, without
     /// effect on any value.
     fn prefetch<R>(self, value: &R);
@@ -85,8 +83,13 @@ pub(crate) trait Lane: Real {
     type Align: Copy + Send + Sync + std::fmt::Debug;
     /// The gather of [`Moves::gather_f32`] in this precision.
     fn gather<M: Moves>(moves: M, rows: [&[Self; W]; L]) -> [Lanes<Self>; 6];
-    /// The store of [`Moves::store_f32`] in this precision.
-    fn store_products<M: Moves>(moves: M, v: &Velocities<Self>, out: &mut [Products<Self>; L]);
+    /// The add of [`Moves::add_f32`] in this precision.
+    fn add_products<M: Moves>(
+        moves: M,
+        v: &Velocities<Self>,
+        targets: &[[u32; L]; 2],
+        cells: &mut [Record<Self>],
+    );
 }
 
 impl Lane for f32 {
@@ -98,8 +101,13 @@ impl Lane for f32 {
     }
 
     #[inline(always)]
-    fn store_products<M: Moves>(moves: M, v: &Velocities<f32>, out: &mut [Products<f32>; L]) {
-        moves.store_f32(v, out)
+    fn add_products<M: Moves>(
+        moves: M,
+        v: &Velocities<f32>,
+        targets: &[[u32; L]; 2],
+        cells: &mut [Record<f32>],
+    ) {
+        moves.add_f32(v, targets, cells)
     }
 }
 
@@ -112,8 +120,13 @@ impl Lane for f64 {
     }
 
     #[inline(always)]
-    fn store_products<M: Moves>(moves: M, v: &Velocities<f64>, out: &mut [Products<f64>; L]) {
-        moves.store_f64(v, out)
+    fn add_products<M: Moves>(
+        moves: M,
+        v: &Velocities<f64>,
+        targets: &[[u32; L]; 2],
+        cells: &mut [Record<f64>],
+    ) {
+        moves.add_f64(v, targets, cells)
     }
 }
 
@@ -133,13 +146,14 @@ fn gather_plain<T: Real>(rows: [&[T; W]; L]) -> [Lanes<T>; 6] {
     v
 }
 
-/// [`Moves::store_f32`] as a loop.
+/// [`Moves::add_f32`] as a loop.
 #[inline(always)]
-fn store_plain<T: Real>(v: &Velocities<T>, out: &mut [Products<T>; L]) {
-    for (l, block) in out.iter_mut().enumerate() {
-        for s in 0..2 {
-            for c in 0..W {
-                block[s][c] = if c < 6 { v[s][c][l] } else { T::ZERO };
+fn add_plain<T: Lane>(v: &Velocities<T>, targets: &[[u32; L]; 2], cells: &mut [Record<T>]) {
+    for (side, targets) in v.iter().zip(targets) {
+        for l in 0..L {
+            let cell = &mut cells[targets[l] as usize].v;
+            for c in 0..6 {
+                cell[c] += side[c][l];
             }
         }
     }
@@ -157,13 +171,13 @@ impl Moves for Portable {
     }
 
     #[inline(always)]
-    fn store_f32(self, v: &Velocities<f32>, out: &mut [Products<f32>; L]) {
-        store_plain(v, out)
+    fn add_f32(self, v: &Velocities<f32>, targets: &[[u32; L]; 2], cells: &mut [Record<f32>]) {
+        add_plain(v, targets, cells)
     }
 
     #[inline(always)]
-    fn store_f64(self, v: &Velocities<f64>, out: &mut [Products<f64>; L]) {
-        store_plain(v, out)
+    fn add_f64(self, v: &Velocities<f64>, targets: &[[u32; L]; 2], cells: &mut [Record<f64>]) {
+        add_plain(v, targets, cells)
     }
 
     /// None: the baseline has no prefetch that safe code can reach.
@@ -224,54 +238,60 @@ impl Moves for V3 {
     }
 
     #[inline(always)]
-    fn store_f32(self, v: &Velocities<f32>, out: &mut [Products<f32>; L]) {
-        let avx = self.avx;
+    fn add_f32(self, v: &Velocities<f32>, targets: &[[u32; L]; 2], cells: &mut [Record<f32>]) {
+        let (avx, sse) = (self.avx, self.sse);
         let v = &fence(*v);
-        // The 16 values of a block, side then component (6 and 7 the padding), in 4
-        // quarters of 4.
-        for q in 0..4 {
-            let mut x = [avx._mm256_setzero_ps(); 4];
-            for (k, xk) in x.iter_mut().enumerate() {
-                let c = 4 * q + k;
-                if c % W < 6 {
-                    *xk = pulp::cast(v[c / W][c % W]);
+        // Per side, components 4h..4h + 4 (6 and 7 the padding, zeros) of the 8 lanes.
+        for (side, targets) in v.iter().zip(targets) {
+            for h in 0..2 {
+                let mut x = [avx._mm256_setzero_ps(); 4];
+                for (k, xk) in x.iter_mut().enumerate() {
+                    if 4 * h + k < 6 {
+                        *xk = pulp::cast(side[4 * h + k]);
+                    }
                 }
-            }
-            let x = transpose4(self, x);
-            for (i, xi) in x.into_iter().enumerate() {
-                let (low, high) = (
-                    avx._mm256_castps256_ps128(xi),
-                    avx._mm256_extractf128_ps::<1>(xi),
-                );
-                bytemuck::cast_mut::<_, [[f32; 4]; 4]>(&mut out[i])[q] = pulp::cast(low);
-                bytemuck::cast_mut::<_, [[f32; 4]; 4]>(&mut out[i + 4])[q] = pulp::cast(high);
+                let x = transpose4(self, x);
+                // Lane `i`'s 4 values in the low half of `x[i]`, lane `i + 4`'s in the high.
+                for half in 0..2 {
+                    for (i, xi) in x.iter().enumerate() {
+                        let piece = if half == 0 {
+                            avx._mm256_castps256_ps128(*xi)
+                        } else {
+                            avx._mm256_extractf128_ps::<1>(*xi)
+                        };
+                        let cell = &mut cells[targets[4 * half + i] as usize].v;
+                        let at = &mut bytemuck::cast_mut::<_, [[f32; 4]; 2]>(cell)[h];
+                        *at = pulp::cast(sse._mm_add_ps(pulp::cast(*at), piece));
+                    }
+                }
             }
         }
     }
 
     #[inline(always)]
-    fn store_f64(self, v: &Velocities<f64>, out: &mut [Products<f64>; L]) {
-        let avx = self.avx;
+    fn add_f64(self, v: &Velocities<f64>, targets: &[[u32; L]; 2], cells: &mut [Record<f64>]) {
+        let (avx, sse2) = (self.avx, self.sse2);
         let v = &fence(*v);
-        // The 16 values of a block (6 and 7 of each side the padding) in 8 pairs.
-        let zero = [0.0; L];
-        for p in 0..8 {
-            let (c, d) = (2 * p, 2 * p + 1);
-            let at = |c: usize| if c % W < 6 { &v[c / W][c % W] } else { &zero };
-            let a: [__m256d; 2] = pulp::cast(*at(c));
-            let b: [__m256d; 2] = pulp::cast(*at(d));
-            for quad in 0..2 {
-                let i = 4 * quad;
-                let lo = avx._mm256_unpacklo_pd(a[quad], b[quad]);
-                let hi = avx._mm256_unpackhi_pd(a[quad], b[quad]);
-                let halves = [
-                    avx._mm256_castpd256_pd128(lo),
-                    avx._mm256_castpd256_pd128(hi),
-                    avx._mm256_extractf128_pd::<1>(lo),
-                    avx._mm256_extractf128_pd::<1>(hi),
-                ];
-                for (j, half) in halves.into_iter().enumerate() {
-                    bytemuck::cast_mut::<_, [[f64; 2]; 8]>(&mut out[i + j])[p] = pulp::cast(half);
+        // Per side, components 2p, 2p + 1 (p < 3: 6 and 7 are the padding) of 4 lanes at a
+        // time.
+        for (side, targets) in v.iter().zip(targets) {
+            for p in 0..3 {
+                let a: [__m256d; 2] = pulp::cast(side[2 * p]);
+                let b: [__m256d; 2] = pulp::cast(side[2 * p + 1]);
+                for quad in 0..2 {
+                    let lo = avx._mm256_unpacklo_pd(a[quad], b[quad]);
+                    let hi = avx._mm256_unpackhi_pd(a[quad], b[quad]);
+                    let pieces = [
+                        avx._mm256_castpd256_pd128(lo),
+                        avx._mm256_castpd256_pd128(hi),
+                        avx._mm256_extractf128_pd::<1>(lo),
+                        avx._mm256_extractf128_pd::<1>(hi),
+                    ];
+                    for (j, piece) in pieces.into_iter().enumerate() {
+                        let cell = &mut cells[targets[4 * quad + j] as usize].v;
+                        let at = &mut bytemuck::cast_mut::<_, [[f64; 2]; 4]>(cell)[p];
+                        *at = pulp::cast(sse2._mm_add_pd(pulp::cast(*at), piece));
+                    }
                 }
             }
         }
@@ -419,18 +439,29 @@ mod tests {
         let refs64: [&[f64; W]; L] = std::array::from_fn(|l| &rows64[l]);
         assert_eq!(moves.gather_f32(refs32), gather_plain(refs32));
         assert_eq!(moves.gather_f64(refs64), gather_plain(refs64));
-        let v32: Velocities<f32> = std::array::from_fn(|s| {
+        let mut v32: Velocities<f32> = std::array::from_fn(|s| {
             std::array::from_fn(|c| std::array::from_fn(|l| (100 * s + 10 * c + l) as f32))
         });
-        let v64 = v32.map(|side| side.map(|c| c.map(f64::from)));
-        let (mut got32, mut want32) = ([[[1.0; W]; 2]; L], [[[0.0; W]; 2]; L]);
-        moves.store_f32(&v32, &mut got32);
-        store_plain(&v32, &mut want32);
-        assert_eq!(got32, want32);
-        let (mut got64, mut want64) = ([[[1.0; W]; 2]; L], [[[0.0; W]; 2]; L]);
-        moves.store_f64(&v64, &mut got64);
-        store_plain(&v64, &mut want64);
-        assert_eq!(got64, want64);
+        let mut v64 = v32.map(|side| side.map(|c| c.map(f64::from)));
+        // Record 4 receives side 0's lane 7, then side 1's lanes 0 and 2: values whose
+        // sum is another in any other order.
+        for c in 0..6 {
+            (v32[0][c][7], v32[1][c][0], v32[1][c][2]) = (1.0, 1e8, -1e8);
+            (v64[0][c][7], v64[1][c][0], v64[1][c][2]) = (1.0, 1e16, -1e16);
+        }
+        // Lanes that share a record (consecutive and not), sides that share one, and the
+        // sink of the ground.
+        let targets = [[0, 0, 1, 2, 1, 3, 3, 4], [4, 5, 4, 6, 7, 5, 7, 7]];
+        let start = |x: f64| std::array::from_fn(|c| Record::new([x + c as f64; W]));
+        let (mut got64, mut want64): ([Record<f64>; 8], _) = (start(0.0), start(0.0));
+        moves.add_f64(&v64, &targets, &mut got64);
+        add_plain(&v64, &targets, &mut want64);
+        assert_eq!(got64.map(|r| r.v), want64.map(|r| r.v));
+        let narrow = |r: Record<f64>| Record::new(r.v.map(|x| x as f32));
+        let (mut got32, mut want32) = (start(0.0).map(narrow), start(0.0).map(narrow));
+        moves.add_f32(&v32, &targets, &mut got32);
+        add_plain(&v32, &targets, &mut want32);
+        assert_eq!(got32.map(|r| r.v), want32.map(|r| r.v));
     }
 
     #[test]
