@@ -7,9 +7,9 @@
 //! block in `f32`. Under AVX2 they are in-register transposes of 128-bit pieces of the
 //! records, through `pulp`'s safe intrinsics ([`Moves`] for [`V3`]): per group and side,
 //! 8 loads and 8 inserts of 128 bits and 12 shuffles (`f32`) or 12 inserts and 12 shuffles
-//! (`f64`) gather `w`; 8 shuffles and 16 adds of 128 bits into the records (`f32`), or 12
-//! shuffles and 24 adds (`f64`), add the products. Elsewhere the plain loops run
-//! ([`Portable`]).
+//! (`f64`) gather `w`; 16 shuffles, 8 joins of halves and 8 adds of a whole 256-bit
+//! record (`f32`), or 24 shuffles and 8 adds of 256 bits and 8 of 128 (`f64`) add the
+//! products. Elsewhere the plain loops run ([`Portable`]).
 //!
 //! [`Isa::run`] runs a kernel task ([`Task`]) with the moves of the machine, under the
 //! instruction set they need (`pulp`'s `vectorize`: the task, `#[inline(always)]`, is
@@ -239,30 +239,30 @@ impl Moves for V3 {
 
     #[inline(always)]
     fn add_f32(self, v: &Velocities<f32>, targets: &[[u32; L]; 2], cells: &mut [Record<f32>]) {
-        let (avx, sse) = (self.avx, self.sse);
+        let avx = self.avx;
         let v = &fence(*v);
-        // Per side, components 4h..4h + 4 (6 and 7 the padding, zeros) of the 8 lanes.
         for (side, targets) in v.iter().zip(targets) {
-            for h in 0..2 {
-                let mut x = [avx._mm256_setzero_ps(); 4];
-                for (k, xk) in x.iter_mut().enumerate() {
+            // Components 4h..4h + 4 (6 and 7 the padding, zeros) of lane `i` in the low
+            // half of `x[h][i]`, of lane `i + 4` in its high half.
+            let mut x = [[avx._mm256_setzero_ps(); 4]; 2];
+            for (h, xh) in x.iter_mut().enumerate() {
+                for (k, xk) in xh.iter_mut().enumerate() {
                     if 4 * h + k < 6 {
                         *xk = pulp::cast(side[4 * h + k]);
                     }
                 }
-                let x = transpose4(self, x);
-                // Lane `i`'s 4 values in the low half of `x[i]`, lane `i + 4`'s in the high.
-                for half in 0..2 {
-                    for (i, xi) in x.iter().enumerate() {
-                        let piece = if half == 0 {
-                            avx._mm256_castps256_ps128(*xi)
-                        } else {
-                            avx._mm256_extractf128_ps::<1>(*xi)
-                        };
-                        let cell = &mut cells[targets[4 * half + i] as usize].v;
-                        let at = &mut bytemuck::cast_mut::<_, [[f32; 4]; 2]>(cell)[h];
-                        *at = pulp::cast(sse._mm_add_ps(pulp::cast(*at), piece));
-                    }
+                *xh = transpose4(self, *xh);
+            }
+            // A lane's whole record, its two halves joined: one add of 256 bits.
+            for half in 0..2 {
+                for i in 0..4 {
+                    let record = if half == 0 {
+                        avx._mm256_permute2f128_ps::<0x20>(x[0][i], x[1][i])
+                    } else {
+                        avx._mm256_permute2f128_ps::<0x31>(x[0][i], x[1][i])
+                    };
+                    let cell = &mut cells[targets[4 * half + i] as usize].v;
+                    *cell = pulp::cast(avx._mm256_add_ps(pulp::cast(*cell), record));
                 }
             }
         }
@@ -272,26 +272,38 @@ impl Moves for V3 {
     fn add_f64(self, v: &Velocities<f64>, targets: &[[u32; L]; 2], cells: &mut [Record<f64>]) {
         let (avx, sse2) = (self.avx, self.sse2);
         let v = &fence(*v);
-        // Per side, components 2p, 2p + 1 (p < 3: 6 and 7 are the padding) of 4 lanes at a
-        // time.
         for (side, targets) in v.iter().zip(targets) {
-            for p in 0..3 {
-                let a: [__m256d; 2] = pulp::cast(side[2 * p]);
-                let b: [__m256d; 2] = pulp::cast(side[2 * p + 1]);
-                for quad in 0..2 {
-                    let lo = avx._mm256_unpacklo_pd(a[quad], b[quad]);
-                    let hi = avx._mm256_unpackhi_pd(a[quad], b[quad]);
-                    let pieces = [
-                        avx._mm256_castpd256_pd128(lo),
-                        avx._mm256_castpd256_pd128(hi),
-                        avx._mm256_extractf128_pd::<1>(lo),
-                        avx._mm256_extractf128_pd::<1>(hi),
-                    ];
-                    for (j, piece) in pieces.into_iter().enumerate() {
-                        let cell = &mut cells[targets[4 * quad + j] as usize].v;
-                        let at = &mut bytemuck::cast_mut::<_, [[f64; 2]; 4]>(cell)[p];
-                        *at = pulp::cast(sse2._mm_add_pd(pulp::cast(*at), piece));
-                    }
+            let c: [[__m256d; 2]; 6] = std::array::from_fn(|c| pulp::cast(side[c]));
+            // Lanes 4 quad.. 4 quad + 4: components 0–3 in one register per lane (the
+            // 4 × 4 transpose: pairs, then halves), 4 and 5 in one half of one.
+            for quad in 0..2 {
+                let t = [
+                    avx._mm256_unpacklo_pd(c[0][quad], c[1][quad]),
+                    avx._mm256_unpackhi_pd(c[0][quad], c[1][quad]),
+                    avx._mm256_unpacklo_pd(c[2][quad], c[3][quad]),
+                    avx._mm256_unpackhi_pd(c[2][quad], c[3][quad]),
+                ];
+                let low = [
+                    avx._mm256_permute2f128_pd::<0x20>(t[0], t[2]),
+                    avx._mm256_permute2f128_pd::<0x20>(t[1], t[3]),
+                    avx._mm256_permute2f128_pd::<0x31>(t[0], t[2]),
+                    avx._mm256_permute2f128_pd::<0x31>(t[1], t[3]),
+                ];
+                let lo = avx._mm256_unpacklo_pd(c[4][quad], c[5][quad]);
+                let hi = avx._mm256_unpackhi_pd(c[4][quad], c[5][quad]);
+                let high = [
+                    avx._mm256_castpd256_pd128(lo),
+                    avx._mm256_castpd256_pd128(hi),
+                    avx._mm256_extractf128_pd::<1>(lo),
+                    avx._mm256_extractf128_pd::<1>(hi),
+                ];
+                for j in 0..4 {
+                    let cell = &mut cells[targets[4 * quad + j] as usize].v;
+                    let [first, second]: &mut [[f64; 4]; 2] = bytemuck::cast_mut(cell);
+                    *first = pulp::cast(avx._mm256_add_pd(pulp::cast(*first), low[j]));
+                    let pair: &mut [f64; 2] =
+                        (&mut second[..2]).try_into().expect("components 4 and 5");
+                    *pair = pulp::cast(sse2._mm_add_pd(pulp::cast(*pair), high[j]));
                 }
             }
         }
