@@ -609,8 +609,8 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     }
 
     /// Adds group `gi`'s products `J_{k,s}ᵀ γ_k` at `γ` = `g` into its targets among
-    /// `cells` (its part's): transposed from the lanes in registers and added a piece of
-    /// a side's record at a time ([`Moves`]).
+    /// `cells` (its part's): transposed from the lanes in registers and added a side's
+    /// record at a time ([`Moves`]).
     #[inline(always)]
     fn spread_group<M: Moves>(
         &self,
@@ -1299,8 +1299,8 @@ fn spread_cells(f: &FactoredOperator, colours: &[&[usize]]) -> usize {
 /// values read, [`Spread`]), then per block its record (with its 2 cell targets), the
 /// gathers of `w` (the 6 values of a body's 8 in 16-byte pieces, [`super::moves`]: 8
 /// values in `f32`, 6 in `f64`) and the new `γ_k` written, per link (block and body) its
-/// product added into a cell in the same 16-byte pieces (read and written), per cell its 8
-/// values zeroed.
+/// product added into a cell (its 6 values read and written; 8 in `f32`, the record's
+/// padding with them), per cell its 8 values zeroed.
 /// The minimum of the
 /// encoding, for comparison: the record, `γ_k` read and written, and per body `M⁻¹` and
 /// `w` written once and read once (`8 + (VALUES + 11) t` per block plus `18 t` per body:
@@ -1334,7 +1334,7 @@ pub(crate) fn traffic(
     } else {
         ("full", <Full as Rows<f64>>::VALUES)
     };
-    // The 6 values of a body in 16-byte pieces (8 in `f32`).
+    // The 6 values of a body as its gathers and adds move them (8 in `f32`).
     let pieces = u64::div_ceil(6 * t, 16) * 16;
     let gathers = 2 * pieces;
     // Per block: bodies (8), J, r, γ, η, μ, compliance, the w gathers of both sides.
