@@ -57,7 +57,7 @@ pub(crate) struct Align32;
 #[repr(align(64))]
 pub(crate) struct Align64;
 
-/// The gathers and stores of one instruction set, for each precision.
+/// The gathers and adds of one instruction set, for each precision.
 pub(crate) trait Moves: Copy {
     /// Components 0–5 of the records `rows`, lane `l` from `rows[l]`.
     fn gather_f32(self, rows: [&[f32; W]; L]) -> [Lanes<f32>; 6];
@@ -461,16 +461,15 @@ mod tests {
             (v32[0][c][7], v32[1][c][0], v32[1][c][2]) = (1.0, 1e8, -1e8);
             (v64[0][c][7], v64[1][c][0], v64[1][c][2]) = (1.0, 1e16, -1e16);
         }
-        // Lanes that share a record (consecutive and not), sides that share one, and the
-        // sink of the ground.
+        // Lanes that share a record (consecutive and not), and sides that share one.
         let targets = [[0, 0, 1, 2, 1, 3, 3, 4], [4, 5, 4, 6, 7, 5, 7, 7]];
-        let start = |x: f64| std::array::from_fn(|c| Record::new([x + c as f64; W]));
-        let (mut got64, mut want64): ([Record<f64>; 8], _) = (start(0.0), start(0.0));
+        let start = || std::array::from_fn(|c| Record::new([c as f64; W]));
+        let (mut got64, mut want64): ([Record<f64>; 8], _) = (start(), start());
         moves.add_f64(&v64, &targets, &mut got64);
         add_plain(&v64, &targets, &mut want64);
         assert_eq!(got64.map(|r| r.v), want64.map(|r| r.v));
         let narrow = |r: Record<f64>| Record::new(r.v.map(|x| x as f32));
-        let (mut got32, mut want32) = (start(0.0).map(narrow), start(0.0).map(narrow));
+        let (mut got32, mut want32) = (start().map(narrow), start().map(narrow));
         moves.add_f32(&v32, &targets, &mut got32);
         add_plain(&v32, &targets, &mut want32);
         assert_eq!(got32.map(|r| r.v), want32.map(|r| r.v));
