@@ -59,6 +59,11 @@ struct SolveOptions {
     /// factored problem): f32 or f64. The reported residual and merit set are f64.
     #[arg(long, default_value = "f64")]
     precision: Precision,
+    /// The CPU kernels (jacobi, pgs-colored on a factored problem) measure the residual of
+    /// every N-th iterate and of the last (the stopping tests see those); the others, of
+    /// every iterate.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    check_every: usize,
     /// Print one JSON object on stdout instead of a table.
     #[arg(long)]
     json: bool,
@@ -151,6 +156,10 @@ enum Command {
         /// default f64).
         #[arg(long, value_delimiter = ',')]
         precision: Option<Vec<Precision>>,
+        /// Residual frequency of the CPU kernels' rows: every N-th iterate and the last
+        /// (throughput, default 1).
+        #[arg(long, value_name = "N")]
+        check_every: Option<usize>,
         /// Output folder of the report, CSVs and charts.
         #[arg(long, default_value = "out/bench")]
         out: PathBuf,
@@ -473,6 +482,7 @@ fn settings(o: &SolveOptions) -> Settings {
         max_iter: o.max_iter,
         omega: o.omega,
         precision: o.precision,
+        check_every: o.check_every,
         ..Settings::default()
     }
 }
@@ -489,6 +499,7 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
             tol,
             steps,
             precision,
+            check_every,
             out,
             json,
         } => {
@@ -502,6 +513,7 @@ fn dispatch(cli: Cli) -> signorini::Result<Outcome> {
                 steps,
             )?;
             options.precisions = precision;
+            options.check_every = check_every;
             let command = command_line(std::env::args().skip(1));
             let bench = bench::run(suite, &options, &out, command, &mut |line| {
                 eprintln!("{line}")

@@ -244,7 +244,7 @@ fn the_kernel_iterates_as_the_operator_path() {
             scene = scene_problem(file, &sets, steps);
             &scene
         };
-        let model = traffic::of("jacobi", sys, Precision::F64).unwrap();
+        let model = traffic::of("jacobi", sys, &Settings::default()).unwrap();
         assert_eq!(model.encoding, Some(encoding), "{file}");
         let explicit = assembled(sys);
         for (solver, friction) in [
@@ -350,6 +350,66 @@ fn the_kernel_stops_on_the_velocity_residual() {
             r.residual
         );
     }
+}
+
+#[test]
+fn measuring_every_nth_iterate_changes_what_is_seen_not_the_iterates() {
+    // `check_every = 7`: the trace holds iterates 0, 7, 14, … and the last, with the very
+    // residuals (to the bit) that a run measuring every iterate finds there; a tolerance
+    // stops the solve at the first multiple of 7 whose iterate meets it.
+    let sys = scene_problem("balls_in_box.toml", &[], 30);
+    for solver in ["jacobi", "pgs-colored"] {
+        for precision in [Precision::F32, Precision::F64] {
+            let every = |n, tol, max_iter| Settings {
+                tol,
+                max_iter,
+                stall_iterations: usize::MAX,
+                precision,
+                check_every: n,
+                ..Settings::default()
+            };
+            let all = solve(&sys, solver, &every(1, 0.0, 50));
+            let some = solve(&sys, solver, &every(7, 0.0, 50));
+            let seen: Vec<usize> = some.trace.iter().map(|e| e.iteration).collect();
+            assert_eq!(
+                seen,
+                [0, 7, 14, 21, 28, 35, 42, 49, 50],
+                "{solver} {precision:?}"
+            );
+            for e in &some.trace {
+                let same = &all.trace[e.iteration];
+                assert_eq!(same.iteration, e.iteration);
+                assert_eq!(same.residual, e.residual, "{solver} {precision:?}: {e:?}");
+            }
+            // The products: 1 per pass, and the coloured sweep's residual 1 per measured one.
+            let measured = if solver == "jacobi" { 0 } else { 9 - 1 };
+            assert_eq!(some.trace[8].products, 1 + 50 + measured, "{solver}");
+            // Stopping: at the first measured iterate that meets the tolerance.
+            let tol = all.trace[10].residual;
+            let first = all.trace.iter().position(|e| e.residual <= tol).unwrap();
+            let seen = all
+                .trace
+                .iter()
+                .find(|e| e.iteration % 7 == 0 && e.residual <= tol);
+            let stop = solve(&sys, solver, &every(7, tol, 50));
+            assert_eq!(stop.status, Status::Converged, "{solver} {precision:?}");
+            assert_eq!(
+                stop.iterations,
+                seen.unwrap().iteration,
+                "{solver} {precision:?}"
+            );
+            assert!(stop.iterations >= first, "{solver} {precision:?}");
+        }
+    }
+    let zero = Settings {
+        check_every: 0,
+        ..Settings::default()
+    };
+    let err = registry::solver("jacobi")
+        .unwrap()
+        .solve(&sys, &zero)
+        .unwrap_err();
+    assert!(err.to_string().contains("check_every"), "{err}");
 }
 
 #[test]

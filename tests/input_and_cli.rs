@@ -249,6 +249,10 @@ fn cli_reports_bad_input_on_stderr() {
         "valid solvers: jacobi, pgs",
     );
     cli_fails_with(&["solve", ball.to_str().unwrap(), "--omega", "3"], "omega");
+    cli_fails_with(
+        &["solve", ball.to_str().unwrap(), "--check-every", "0"],
+        "check_every",
+    );
     cli_fails_with(&["solve", "/nonexistent/x.json"], "/nonexistent/x.json");
     cli_fails_with(
         &["solve", ball.with_extension("txt").to_str().unwrap()],

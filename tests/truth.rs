@@ -216,6 +216,7 @@ fn bad_scene_values_are_refused_up_front_naming_file_line_and_key() {
         ),
         ("omega = 5.0", &[][..], "settings.omega"),
         ("max_iter = 0", &[][..], "settings.max_iter"),
+        ("check_every = 0", &[][..], "settings.check_every"),
         ("", &[("settings.dt", "1e9")][..], "settings.dt"),
         ("", &[("settings.envelope", "1e9")][..], "settings.envelope"),
         (

@@ -209,6 +209,12 @@ class SolveOptions(TypedDict, total=False):
     omega: float
     #: Stop as ``stalled`` after this many iterations without a better residual (10000).
     stall_iterations: int
+    #: Floating-point type of the CPU kernels' iterations (jacobi, pgs-colored on a factored
+    #: problem; default ``f64``); the reported residual is ``f64`` either way.
+    precision: Literal["f32", "f64"]
+    #: The CPU kernels measure the residual of every N-th iterate and of the last (default 1);
+    #: the other solvers, of every iterate.
+    check_every: int
     #: Bytes the prepared problem may take (default half the machine's memory).
     max_memory: int
 

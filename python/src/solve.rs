@@ -81,8 +81,8 @@ impl Report {
 }
 
 /// The settings of a solve and the memory limit of its preparation, from the arguments of
-/// `solve`/`check`; `options` may hold `criterion`, `omega`, `stall_iterations` and
-/// `max_memory`.
+/// `solve`/`check`; `options` may hold `criterion`, `omega`, `stall_iterations`,
+/// `precision`, `check_every` and `max_memory`.
 fn settings(
     friction: &str,
     tol: f64,
@@ -107,10 +107,16 @@ fn settings(
             }
             "omega" => settings.omega = value.extract()?,
             "stall_iterations" => settings.stall_iterations = value.extract()?,
+            "precision" => {
+                let p: String = value.extract()?;
+                settings.precision = p.parse().map_err(|e| invalid("precision", e))?;
+            }
+            "check_every" => settings.check_every = value.extract()?,
             "max_memory" => limits.max_memory = value.extract()?,
             _ => {
                 return Err(PyTypeError::new_err(format!(
-                    "unknown option `{key}`; valid: criterion, omega, stall_iterations, max_memory"
+                    "unknown option `{key}`; valid: criterion, omega, stall_iterations, \
+                     precision, check_every, max_memory"
                 )));
             }
         }

@@ -105,6 +105,19 @@ def test_factored_and_global_forms_agree_with_the_assembled_one(small):
     np.testing.assert_allclose(rg.gamma, ra.gamma, atol=1e-7)
 
 
+def test_the_kernel_options_precision_and_check_every(small):
+    _, f = small
+    fact = signorini.Problem.factored(**f)
+    run = dict(tol=0.0, max_iter=30, precision="f32")
+    every = signorini.solve(fact, "jacobi", check_every=7, **run)
+    assert list(every.trace["iteration"]) == [0, 7, 14, 21, 28, 30]
+    # the same iterates, measured less often
+    each = signorini.solve(fact, "jacobi", **run)
+    assert np.array_equal(each.trace["residual"][[0, 7, 14, 21, 28, 30]], every.trace["residual"])
+    f64 = signorini.solve(fact, "jacobi", tol=0.0, max_iter=30)
+    assert not np.array_equal(f64.trace["residual"], each.trace["residual"])
+
+
 def test_mixed_cones_and_scalar_mu():
     W = np.diag([1.0, 2.0, 3.0, 4.0, 5.0])
     q = np.array([-1.0, -1.0, -1.0, 0.5, 0.5])
@@ -158,6 +171,10 @@ def test_bad_arrays_raise_value_errors_naming_the_argument(small):
         signorini.solve(p, friction="viscous")
     with pytest.raises(ValueError, match="omega"):
         signorini.solve(p, omega=2.5)
+    with pytest.raises(ValueError, match="check_every"):
+        signorini.solve(p, check_every=0)
+    with pytest.raises(ValueError, match="^precision: "):
+        signorini.solve(p, precision="f16")
     with pytest.raises(ValueError, match="unknown solver `nope`"):
         signorini.solve(p, "nope")
     with pytest.raises(TypeError, match="unknown option `tolerance`"):

@@ -59,6 +59,10 @@ pub struct StepSettings {
     pub max_iter: usize,
     /// Relaxation of the solver (`None` = its default).
     pub omega: Option<f64>,
+    /// The CPU kernels measure the residual of every this-many-th iterate and of the last
+    /// ([`Settings::check_every`]); the other solvers, of every iterate (the GPU-resident
+    /// step checks every [`crate::gpu::step::CHECK_EVERY`] iterations whatever it is).
+    pub check_every: usize,
     /// Whether a GPU solver's answer is measured again in `f64` on the CPU each step
     /// ([`Settings::certify`], `simulate --certify`); off, the step's residual is the GPU's
     /// own `f32` measure and the host spends nothing on it.
@@ -87,6 +91,7 @@ impl Default for StepSettings {
             tol: 1e-6,
             max_iter: 500,
             omega: None,
+            check_every: 1,
             certify: false,
             joint_projection: true,
             joint_projection_tol: 1e-6,
@@ -937,6 +942,7 @@ impl World {
             tol: self.settings.tol,
             max_iter: self.settings.max_iter,
             omega: self.settings.omega,
+            check_every: self.settings.check_every,
             warm_start: (self.settings.warm_start).then(|| self.warm_start(&map, sys.cones())),
             certify: self.settings.certify,
             ..Settings::default()

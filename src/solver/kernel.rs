@@ -779,9 +779,14 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
 
     /// The Jacobi step of the groups `gs` (from group `first`, one part) into `out`, their
     /// products spread into the part's `cells` ([`Kernel::spread_group`], zeroed first);
-    /// returns the residual sums at `gs`, added in `f64` every [`CHUNK`] groups.
+    /// returns the residual sums at `gs`, added in `f64` every [`CHUNK`] groups, when
+    /// `MEASURE` (else zero sums; a constant, so that each case compiles to its own loop).
     #[inline(always)]
-    fn jacobi_part<M: Moves>(&self, moves: M, task: JacobiPart<'_, T, J>) -> Sums {
+    fn jacobi_part<M: Moves, const MEASURE: bool>(
+        &self,
+        moves: M,
+        task: JacobiPart<'_, T, J>,
+    ) -> Sums {
         let JacobiPart {
             first,
             gs,
@@ -799,7 +804,11 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             self.prefetch(moves, gi, w);
             let grp = &self.groups[gi];
             let cone = Cones::of(&grp.mu);
-            let u_hat = self.measure(moves, gi, &cone, g, w, &mut sums);
+            let u_hat = if MEASURE {
+                self.measure(moves, gi, &cone, g, w, &mut sums)
+            } else {
+                self.velocity(moves, gi, g, w).1
+            };
             let s = lanes::mul([omega; L], grp.eta);
             *o = Self::step(&cone, g, &u_hat, &s);
             self.spread_group(moves, gi, o, cells);
@@ -813,11 +822,16 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
 
     /// The coloured Gauss–Seidel step of the groups `gs` (from group `first`, one colour,
     /// the first colour of the sweep when `first_colour`) into `out`, each followed by its
-    /// update of the cells `w`; returns the residual sums at `gs`, measured with `plain`,
-    /// the velocities `w` had before the sweep (on the group's record already loaded for
-    /// the step: no pass of its own).
+    /// update of the cells `w`; returns the residual sums at `gs` when `MEASURE` (else zero
+    /// sums, as [`Kernel::jacobi_part`]), measured with `plain`, the velocities `w` had
+    /// before the sweep (on the group's record already loaded for the step: no pass of its
+    /// own).
     #[inline(always)]
-    fn sweep_chunk<M: Moves>(&self, moves: M, task: SweepChunk<'_, T, J>) -> Sums {
+    fn sweep_chunk<M: Moves, const MEASURE: bool>(
+        &self,
+        moves: M,
+        task: SweepChunk<'_, T, J>,
+    ) -> Sums {
         let SweepChunk {
             first,
             first_colour,
@@ -832,8 +846,12 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         let mut sums = LaneSums::ZERO;
         for (i, (g, o)) in gs.iter().zip(out).enumerate() {
             let gi = first + i;
-            self.prefetch(moves, gi, plain);
-            self.prefetch_bodies(moves, gi + AHEAD, w);
+            if MEASURE {
+                self.prefetch(moves, gi, plain);
+                self.prefetch_bodies(moves, gi + AHEAD, w);
+            } else {
+                self.prefetch(moves, gi, w);
+            }
             let grp = &self.groups[gi];
             // `M⁻¹` of the group's bodies in lanes (from their windows by the transposes, as
             // `w`), loaded ahead of the arithmetic that needs it last (its random reads then
@@ -847,12 +865,15 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 *side = T::gather(moves, rows);
             }
             let cone = Cones::of(&grp.mu);
-            let before = self.measure(moves, gi, &cone, g, plain, &mut sums);
-            // The colours before this one have moved `w` since the sweep began.
-            let u_hat = if first_colour {
-                before
-            } else {
-                self.velocity(moves, gi, g, w).1
+            // The colours before this one have moved `w` since the sweep began (the first
+            // colour's velocities are those of `plain`).
+            let u_hat = match (MEASURE, first_colour) {
+                (true, true) => self.measure(moves, gi, &cone, g, plain, &mut sums),
+                (true, false) => {
+                    self.measure(moves, gi, &cone, g, plain, &mut sums);
+                    self.velocity(moves, gi, g, w).1
+                }
+                (false, _) => self.velocity(moves, gi, g, w).1,
             };
             let s = lanes::mul([omega; L], grp.eta);
             *o = Self::step(&cone, g, &u_hat, &s);
@@ -883,13 +904,13 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     }
 
     /// One pass over the groups at `gamma` with body velocities `w = M⁻¹ Jᵀ γ`: the
-    /// residual sums, the Jacobi step `next_k = Π(γ_k − ω η_k û_k)` and its products
-    /// `J_{k,s}ᵀ next_k` spread into the cells `acc` ([`Spread`]).
+    /// residual sums (when `measure`), the Jacobi step `next_k = Π(γ_k − ω η_k û_k)` and
+    /// its products `J_{k,s}ᵀ next_k` spread into the cells `acc` ([`Spread`]).
     fn jacobi_pass(
         &self,
         gamma: &[Impulses<T>],
         w: &[Record<T>],
-        omega: T,
+        (omega, measure): (T, bool),
         (next, acc): JacobiOut<'_, T>,
     ) -> Sums {
         let part = self.spread.part;
@@ -907,25 +928,28 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                     cells,
                     w,
                     omega,
+                    measure,
                 })
             })
             .collect();
         parts.into_iter().fold(Sums::default(), Sums::merge)
     }
 
-    /// One pass at `gamma` with velocities `w` (at `gamma`) into `next`, by the kernel's
-    /// sweep: the residual sums at `gamma`.
+    /// One pass at `gamma` into `next`, by the kernel's sweep: the residual sums at
+    /// `gamma` when `measure`, else zero sums. `w` holds the velocities at `gamma` (the
+    /// coloured sweep reads them only to measure).
     fn pass(
         &self,
         gamma: &[Impulses<T>],
         next: &mut [Impulses<T>],
         w: &[Record<T>],
         scratch: &mut Scratch<'_, T>,
-        omega: T,
+        (omega, measure): (T, bool),
     ) -> Sums {
+        let step = (omega, measure);
         match scratch {
-            Scratch::Jacobi { acc } => self.jacobi_pass(gamma, w, omega, (next, acc)),
-            Scratch::Colored { shared } => self.colored_pass(gamma, w, shared, omega, next),
+            Scratch::Jacobi { acc } => self.jacobi_pass(gamma, w, step, (next, acc)),
+            Scratch::Colored { shared } => self.colored_pass(gamma, w, shared, step, next),
         }
     }
 
@@ -948,13 +972,13 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// lanes either). `plain` holds `w = M⁻¹ Jᵀ γ` at `gamma`, the cells' values before
     /// the sweep: each block measures its residual at `gamma` with it (as Jacobi's pass
     /// does), so the residual needs no pass of its own. Returns the residual sums at
-    /// `gamma`, added colour by colour.
+    /// `gamma` when `measure` (else zero sums), added colour by colour.
     fn colored_pass(
         &self,
         gamma: &[Impulses<T>],
         plain: &[Record<T>],
         w: &Shared<T>,
-        omega: T,
+        (omega, measure): (T, bool),
         next: &mut [Impulses<T>],
     ) -> Sums {
         let mut sums = Sums::default();
@@ -974,6 +998,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                         plain,
                         w,
                         omega,
+                        measure,
                     })
                 })
                 .collect();
@@ -1032,6 +1057,8 @@ struct JacobiPart<'a, T: Lane, J: Rows<T>> {
     cells: &'a mut [Record<T>],
     w: &'a [Record<T>],
     omega: T,
+    /// Whether the pass measures the residual.
+    measure: bool,
 }
 
 impl<T: Lane, J: Rows<T>> Task for JacobiPart<'_, T, J> {
@@ -1039,7 +1066,11 @@ impl<T: Lane, J: Rows<T>> Task for JacobiPart<'_, T, J> {
 
     #[inline(always)]
     fn run<M: Moves>(self, moves: M) -> Sums {
-        self.kernel.jacobi_part(moves, self)
+        if self.measure {
+            self.kernel.jacobi_part::<M, true>(moves, self)
+        } else {
+            self.kernel.jacobi_part::<M, false>(moves, self)
+        }
     }
 }
 
@@ -1053,6 +1084,8 @@ struct SweepChunk<'a, T: Lane, J: Rows<T>> {
     plain: &'a [Record<T>],
     w: &'a Shared<T>,
     omega: T,
+    /// Whether the sweep measures the residual.
+    measure: bool,
 }
 
 impl<T: Lane, J: Rows<T>> Task for SweepChunk<'_, T, J> {
@@ -1060,7 +1093,11 @@ impl<T: Lane, J: Rows<T>> Task for SweepChunk<'_, T, J> {
 
     #[inline(always)]
     fn run<M: Moves>(self, moves: M) -> Sums {
-        self.kernel.sweep_chunk(moves, self)
+        if self.measure {
+            self.kernel.sweep_chunk::<M, true>(moves, self)
+        } else {
+            self.kernel.sweep_chunk::<M, false>(moves, self)
+        }
     }
 }
 
@@ -1227,30 +1264,43 @@ fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare) -> Report {
             shared: Shared(w.iter().map(|r| r.v.map(T::atomic)).collect()),
         },
     };
-    let sums = kernel.pass(&cur, &mut next, &w, &mut scratch, omega);
+    let sums = kernel.pass(&cur, &mut next, &w, &mut scratch, (omega, true));
     let (mut progress, mut status) =
         Progress::observing(settings, norm_inf(&gamma0), sums.residual(kernel.r_norm));
     if settings.max_iter == 0 && status.is_none() {
         status = Some(Status::MaxIterations);
     }
     copy_into(&cur, &mut best);
+    // Products with `N` of a pass that measures (the coloured sweep's residual is one of
+    // its own); one that does not spends one.
     let passes = match sweep {
         Sweep::Jacobi => 1,
         Sweep::Colored => 2,
     };
+    // `cur` is iterate `done`; the passes since the last measured one and their products.
+    let (mut done, mut unmeasured, mut products) = (0, 0, 0);
     let status = loop {
         if let Some(status) = status {
             break status;
         }
         std::mem::swap(&mut cur, &mut next);
+        done += 1;
+        unmeasured += 1;
+        let measure = done % settings.check_every.max(1) == 0 || done >= settings.max_iter;
         match &scratch {
             Scratch::Jacobi { acc } => kernel.body_velocities(acc, &mut w[..bodies]),
-            Scratch::Colored { shared } => kernel.unshare(shared, &mut w[..bodies]),
+            Scratch::Colored { shared } if measure => kernel.unshare(shared, &mut w[..bodies]),
+            Scratch::Colored { .. } => {}
         }
-        let sums = kernel.pass(&cur, &mut next, &w, &mut scratch, omega);
+        let sums = kernel.pass(&cur, &mut next, &w, &mut scratch, (omega, measure));
+        if !measure {
+            products += 1;
+            continue;
+        }
         let res = sums.residual(kernel.r_norm);
         let improved;
-        (status, improved) = progress.observe(res, sums.g_inf, 1, passes);
+        (status, improved) = progress.observe(res, sums.g_inf, unmeasured, products + passes);
+        (unmeasured, products) = (0, 0);
         if improved {
             // The next iterate is already in `next`: `cur` can be kept without a copy.
             std::mem::swap(&mut best, &mut cur);
@@ -1306,19 +1356,20 @@ fn spread_cells(f: &FactoredOperator, colours: &[&[usize]]) -> usize {
 /// `w` written once and read once (`8 + (VALUES + 11) t` per block plus `18 t` per body:
 /// 312 B in `f64` and 160 B in `f32` on the compact rows of a cubic packing, 3 contacts
 /// per body); the model adds the gathers (2 bodies per block, mostly cache hits) and
-/// the cells (mostly cache hits too). The coloured sweep: the copy of
-/// the cells `w` into plain values (per body 6 read, 6 written); per block its record,
-/// the gathers of `w` twice (the plain values for the residual in pieces, the cells for
-/// the step value by value), the gathers of `M⁻¹` in pieces and the new `γ_k`; per link
-/// `w` read and written.
+/// the cells (mostly cache hits too). The coloured sweep: per block its record, the
+/// gathers of `w` from the cells value by value, the gathers of `M⁻¹` in pieces and the new
+/// `γ_k`; per link `w` read and written; on the sweeps that measure (one in
+/// [`Settings::check_every`]), the copy of the cells `w` into plain values (per body 6
+/// read, 6 written) and per block the gathers of those for the residual, in pieces.
 pub(crate) fn traffic(
     sys: &System,
     sweep: Sweep,
     colours: &[&[usize]],
-    precision: Precision,
+    settings: &Settings,
 ) -> Option<Traffic> {
     let f = sys.factored()?;
-    let t = match precision {
+    let every = settings.check_every.max(1) as u64;
+    let t = match settings.precision {
         Precision::F32 => 4,
         Precision::F64 => 8,
     };
@@ -1356,11 +1407,17 @@ pub(crate) fn traffic(
         Sweep::Colored => vec![
             Term {
                 what: "w copy",
-                bytes: bodies * 12 * t,
+                bytes: bodies * 12 * t / every,
             },
             Term {
-                what: "residual, sweep",
-                bytes: blocks * (record + 12 * t + 3 * t + gathers) + links * 12 * t,
+                what: "residual",
+                bytes: blocks * gathers / every,
+            },
+            // The record but its gathers (the residual's), the cells' `w` value by value,
+            // `M⁻¹` in pieces, the new `γ_k`; per link `w` read and written.
+            Term {
+                what: "sweep",
+                bytes: blocks * (record - gathers + 12 * t + gathers + 3 * t) + links * 12 * t,
             },
         ],
     };

@@ -64,10 +64,22 @@ pub struct Settings {
     /// nothing on it. The CPU solvers measure in `f64` either way.
     #[serde(default = "certify_default")]
     pub certify: bool,
+    /// The CPU kernels (`jacobi` and `pgs-colored` on a factored problem) measure the
+    /// residual of every `check_every`-th iterate and of the last one only (Siconos' error
+    /// evaluation frequency): the trace, the best iterate and the stopping tests then see
+    /// those iterates, and a solve may run up to `check_every − 1` iterations past the
+    /// first one that meets the tolerance. The iterates are the same whatever it is. The
+    /// other solvers measure every iterate. At least 1.
+    #[serde(default = "check_every_default")]
+    pub check_every: usize,
 }
 
 fn certify_default() -> bool {
     true
+}
+
+fn check_every_default() -> usize {
+    1
 }
 
 /// The floating-point type of the iterations (`--precision`).
@@ -150,6 +162,7 @@ impl Default for Settings {
             warm_start: None,
             precision: Precision::F64,
             certify: true,
+            check_every: 1,
         }
     }
 }
@@ -168,6 +181,13 @@ impl Settings {
                 name: "tol",
                 value: self.tol.to_string(),
                 message: "must be finite and ≥ 0".into(),
+            });
+        }
+        if self.check_every == 0 {
+            return Err(Error::InvalidSetting {
+                name: "check_every",
+                value: "0".into(),
+                message: "the residual is measured every N ≥ 1 iterations".into(),
             });
         }
         if let Some(w) = self.omega {

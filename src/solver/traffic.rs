@@ -6,7 +6,7 @@
 //! (an upper bound of what reaches DRAM), summed term by term so that a report can show
 //! where the bytes go.
 
-use super::Precision;
+use super::Settings;
 use super::colored::Colouring;
 use super::kernel::{self, Sweep};
 use crate::problem::System;
@@ -150,19 +150,20 @@ fn gauss_seidel(sys: &System) -> Option<Traffic> {
 /// problem, in the precision of their settings.
 pub const KERNEL_SOLVERS: &[&str] = &["jacobi", "pgs-colored"];
 
-/// The model of the CPU solver `solver` on `sys` in `precision`: `jacobi` and `pgs-colored`
-/// on the CPU kernel (the `kernel` module), `pgs` on the operator; `None` for another solver
-/// or a system that is not factored.
-pub fn of(solver: &str, sys: &System, precision: Precision) -> Option<Traffic> {
+/// The model of the CPU solver `solver` on `sys` under `settings`: `jacobi` and
+/// `pgs-colored` on the CPU kernel (the `kernel` module) in the settings' precision and
+/// residual frequency, `pgs` on the operator; `None` for another solver or a system that is
+/// not factored.
+pub fn of(solver: &str, sys: &System, settings: &Settings) -> Option<Traffic> {
     match solver {
         "jacobi" => {
             let all: Vec<usize> = (0..sys.blocks()).collect();
-            kernel::traffic(sys, Sweep::Jacobi, &[&all], precision)
+            kernel::traffic(sys, Sweep::Jacobi, &[&all], settings)
         }
         "pgs-colored" => {
             let colouring = Colouring::of(sys);
             let colours: Vec<&[usize]> = colouring.colours().collect();
-            kernel::traffic(sys, Sweep::Colored, &colours, precision)
+            kernel::traffic(sys, Sweep::Colored, &colours, settings)
         }
         "pgs" => gauss_seidel(sys),
         _ => None,

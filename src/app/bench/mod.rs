@@ -143,6 +143,8 @@ pub struct Options {
     pub steps: Option<usize>,
     /// Precisions of the CPU kernels' rows (throughput).
     pub precisions: Option<Vec<Precision>>,
+    /// Residual frequency of the CPU kernels' rows (throughput).
+    pub check_every: Option<usize>,
 }
 
 impl Options {
@@ -176,6 +178,7 @@ impl Options {
             tol,
             steps,
             precisions: None,
+            check_every: None,
         })
     }
 }
@@ -293,6 +296,11 @@ impl Options {
         )?;
         misplaced("steps", self.steps.is_some(), &[Suite::Scaling])?;
         misplaced("precision", self.precisions.is_some(), &[Suite::Throughput])?;
+        misplaced(
+            "check-every",
+            self.check_every.is_some(),
+            &[Suite::Throughput],
+        )?;
         Ok(())
     }
 }
@@ -324,6 +332,7 @@ fn run_suite(
                 devices: o.devices.unwrap_or(d.devices),
                 iterations: o.iterations.unwrap_or(d.iterations),
                 precisions: o.precisions.unwrap_or(d.precisions),
+                check_every: o.check_every.unwrap_or(d.check_every),
             };
             let r = throughput::run(&config, gpu, progress)?;
             (r.section(dir)?, serde_json::json!(r))

@@ -48,6 +48,9 @@ pub struct Config {
     /// Precisions of the CPU rows of the solvers on the CPU kernel (`jacobi`,
     /// `pgs-colored`); the other CPU solvers run in `f64`, the GPU ones in `f32`.
     pub precisions: Vec<Precision>,
+    /// The CPU kernels measure the residual of every this-many-th iterate
+    /// ([`Settings::check_every`]); the other solvers, of every iterate.
+    pub check_every: usize,
 }
 
 impl Default for Config {
@@ -58,6 +61,7 @@ impl Default for Config {
             devices: vec![Device::Cpu, Device::Gpu],
             iterations: 100,
             precisions: vec![Precision::F64],
+            check_every: 1,
         }
     }
 }
@@ -103,6 +107,9 @@ pub struct Row {
 pub struct Throughput {
     /// Threads of the CPU rows (rayon's pool).
     pub cpu_threads: usize,
+    /// The CPU kernels' rows measured the residual of every this-many-th iterate
+    /// ([`Config::check_every`]).
+    pub check_every: usize,
     /// The GPU adapter, when the GPU was measured.
     pub adapter: Option<AdapterSummary>,
     /// Bytes read + written per second by the copy kernel, when the GPU was measured.
@@ -177,7 +184,10 @@ pub fn run(
         progress("copy bandwidth on the CPU");
         cpu_bandwidth(CPU_COPY_BYTES, 5)
     });
-    let settings = timed_settings(config.iterations);
+    let settings = Settings {
+        check_every: config.check_every,
+        ..timed_settings(config.iterations)
+    };
     let mut rows = Vec::new();
     let mut cpu_models = Vec::new();
     for &size in &config.sizes {
@@ -230,7 +240,7 @@ pub fn run(
                     };
                     solver.solve(&sys, &timed_settings(2))?;
                     let time = per_iteration(&solver.solve(&sys, &settings)?);
-                    let model = traffic::of(&run.solver, &sys, precision);
+                    let model = traffic::of(&run.solver, &sys, &settings);
                     if let Some(model) = &model {
                         let label = format!("{} ({})", run.solver, precision.as_str());
                         cpu_models.retain(|(s, _)| s != &label);
@@ -260,6 +270,7 @@ pub fn run(
     speedups(&mut rows);
     Ok(Throughput {
         cpu_threads: rayon::current_num_threads(),
+        check_every: config.check_every,
         adapter: gpu.map(GpuContext::adapter_summary),
         bandwidth_bytes_per_s: bandwidth,
         cpu_bandwidth_bytes_per_s: cpu_bw,
@@ -397,6 +408,15 @@ impl Throughput {
              and fraction of copy bandwidth are those of its own device."
                 .to_string(),
         ];
+        if self.check_every > 1 {
+            text.push(format!(
+                "The CPU kernels' rows ({}) measure the residual of every {}th iterate and of \
+                 the last (`--check-every {}`); the other rows, of every iterate.",
+                traffic::KERNEL_SOLVERS.join(", "),
+                self.check_every,
+                self.check_every
+            ));
+        }
         if let Some(bw) = self.bandwidth_bytes_per_s {
             text.push(format!(
                 "Copy-kernel bandwidth measured in the same run: {:.1} GB/s (read + written). \

@@ -635,6 +635,13 @@ impl SceneFile {
                 "is 0; a solver needs at least 1 iteration".into(),
             ));
         }
+        if st.check_every == 0 {
+            return Err((
+                set,
+                "settings.check_every".into(),
+                "is 0; the residual is measured every N ≥ 1 iterations".into(),
+            ));
+        }
         if let Some(w) = st.omega.filter(|w| !(*w > 0.0 && *w < 2.0)) {
             return Err((
                 set,
