@@ -935,18 +935,17 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         parts.into_iter().fold(Sums::default(), Sums::merge)
     }
 
-    /// One pass at `gamma` into `next`, by the kernel's sweep: the residual sums at
-    /// `gamma` when `measure`, else zero sums. `w` holds the velocities at `gamma` (the
-    /// coloured sweep reads them only to measure).
+    /// One pass at `gamma` into `next`, by the kernel's sweep, `step` = (`ω`, whether it
+    /// measures): the residual sums at `gamma` when it measures, else zero sums. `w` holds
+    /// the velocities at `gamma` (the coloured sweep reads them only to measure).
     fn pass(
         &self,
         gamma: &[Impulses<T>],
         next: &mut [Impulses<T>],
         w: &[Record<T>],
         scratch: &mut Scratch<'_, T>,
-        (omega, measure): (T, bool),
+        step: (T, bool),
     ) -> Sums {
-        let step = (omega, measure);
         match scratch {
             Scratch::Jacobi { acc } => self.jacobi_pass(gamma, w, step, (next, acc)),
             Scratch::Colored { shared } => self.colored_pass(gamma, w, shared, step, next),
@@ -1413,11 +1412,12 @@ pub(crate) fn traffic(
                 what: "residual",
                 bytes: blocks * gathers / every,
             },
-            // The record but its gathers (the residual's), the cells' `w` value by value,
-            // `M⁻¹` in pieces, the new `γ_k`; per link `w` read and written.
+            // The record with `M⁻¹`'s gathers in place of its own (the residual's, as many
+            // bytes), the cells' `w` value by value, the new `γ_k`; per link `w` read and
+            // written.
             Term {
                 what: "sweep",
-                bytes: blocks * (record - gathers + 12 * t + gathers + 3 * t) + links * 12 * t,
+                bytes: blocks * (record + 12 * t + 3 * t) + links * 12 * t,
             },
         ],
     };
