@@ -678,12 +678,34 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         g: &Impulses<T>,
         w: &C,
     ) -> ([Lanes<T>; 3], [Lanes<T>; 3]) {
+        self.velocity_at(gi, g, &self.gather_bodies(moves, gi, w))
+    }
+
+    /// The velocities in `w` of group `gi`'s bodies, in lanes.
+    #[inline(always)]
+    fn gather_bodies<C: Cells<T> + ?Sized, M: Moves>(
+        &self,
+        moves: M,
+        gi: usize,
+        w: &C,
+    ) -> Velocities<T> {
         let grp = &self.groups[gi];
-        let wb: Velocities<T> = [
+        [
             w.gather(moves, &grp.bodies[0]),
             w.gather(moves, &grp.bodies[1]),
-        ];
-        let jw = J::times(&grp.jac, &wb);
+        ]
+    }
+
+    /// [`Kernel::velocity`] with the bodies' velocities `wb` already gathered.
+    #[inline(always)]
+    fn velocity_at(
+        &self,
+        gi: usize,
+        g: &Impulses<T>,
+        wb: &Velocities<T>,
+    ) -> ([Lanes<T>; 3], [Lanes<T>; 3]) {
+        let grp = &self.groups[gi];
+        let jw = J::times(&grp.jac, wb);
         let mut u = [
             lanes::add(grp.r[0], jw[0]),
             lanes::add(grp.r[1], jw[1]),
@@ -760,8 +782,21 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         w: &C,
         sums: &mut LaneSums<T>,
     ) -> [Lanes<T>; 3] {
+        self.measure_at(gi, cone, g, &self.gather_bodies(moves, gi, w), sums)
+    }
+
+    /// [`Kernel::measure`] with the bodies' velocities `wb` already gathered.
+    #[inline(always)]
+    fn measure_at(
+        &self,
+        gi: usize,
+        cone: &Cones<T>,
+        g: &Impulses<T>,
+        wb: &Velocities<T>,
+        sums: &mut LaneSums<T>,
+    ) -> [Lanes<T>; 3] {
         let grp = &self.groups[gi];
-        let (u, u_hat) = self.velocity(moves, gi, g, w);
+        let (u, u_hat) = self.velocity_at(gi, g, wb);
         let unit = Self::step(cone, g, &u_hat, &[T::ONE; L]);
         sums.add(g, &u, &unit);
         if self.velocity_residual {
@@ -865,15 +900,23 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 *side = T::gather(moves, rows);
             }
             let cone = Cones::of(&grp.mu);
-            // The colours before this one have moved `w` since the sweep began (the first
-            // colour's velocities are those of `plain`).
-            let u_hat = match (MEASURE, first_colour) {
-                (true, true) => self.measure(moves, gi, &cone, g, plain, &mut sums),
+            // The colours before this one have moved `w` since the sweep began; the first
+            // colour's velocities are those of `plain` (a sweep that measures starts with
+            // `plain` a copy of the cells: [`Kernel::unshare`]).
+            let (wb, u_hat) = match (MEASURE, first_colour) {
+                (true, true) => {
+                    let wb = self.gather_bodies(moves, gi, plain);
+                    (wb, self.measure_at(gi, &cone, g, &wb, &mut sums))
+                }
                 (true, false) => {
                     self.measure(moves, gi, &cone, g, plain, &mut sums);
-                    self.velocity(moves, gi, g, w).1
+                    let wb = self.gather_bodies(moves, gi, w);
+                    (wb, self.velocity_at(gi, g, &wb).1)
                 }
-                (false, _) => self.velocity(moves, gi, g, w).1,
+                (false, _) => {
+                    let wb = self.gather_bodies(moves, gi, w);
+                    (wb, self.velocity_at(gi, g, &wb).1)
+                }
             };
             let s = lanes::mul([omega; L], grp.eta);
             *o = Self::step(&cone, g, &u_hat, &s);
@@ -882,10 +925,12 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 lanes::sub(o[1], g[1]),
                 lanes::sub(o[2], g[2]),
             ];
+            // The new velocities from the gathered ones: no other block of the colour
+            // touches these bodies, so the cells still hold `wb` (no second atomic load).
             let mut d = J::transpose_times(&grp.jac, &delta);
-            for (side, m) in d.iter_mut().zip(&inv_mass) {
+            for ((side, m), old) in d.iter_mut().zip(&inv_mass).zip(&wb) {
                 for c in 0..6 {
-                    side[c] = lanes::mul(side[c], m[c]);
+                    side[c] = lanes::flush(lanes::mul_add(old[c], side[c], m[c]));
                 }
             }
             for (side, bodies) in d.iter().zip(&grp.bodies) {
@@ -893,9 +938,9 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                     if b == ground {
                         continue;
                     }
-                    let wb = &w.0[b as usize];
+                    let cell = &w.0[b as usize];
                     for c in 0..6 {
-                        T::store(&wb[c], lanes::flushed(T::load(&wb[c]) + side[c][l]));
+                        T::store(&cell[c], side[c][l]);
                     }
                 }
             }
