@@ -652,18 +652,18 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                     moves.prefetch_in(acc, cell as usize);
                 }
             }
-            let mut sum = [T::ZERO; 6];
+            // Whole records, padding included (zero in every cell, so zero in `w` too: the
+            // window of `M⁻¹` holds the next body's values there, finite): vector loads,
+            // adds and one store per record.
+            let mut sum = [T::ZERO; W];
             let cells = self.spread.cells_of(b).expect("a body of the pass");
             for &cell in cells {
                 let v = &acc[cell as usize].v;
-                for c in 0..6 {
+                for c in 0..W {
                     sum[c] += v[c];
                 }
             }
-            let m = self.inv_mass_of(b);
-            for c in 0..6 {
-                wb.v[c] = lanes::flushed(sum[c] * m[c]);
-            }
+            wb.v = lanes::flush(lanes::mul(sum, *self.inv_mass_of(b)));
         }
     }
 
