@@ -6,6 +6,7 @@ use nalgebra::Vector3;
 use signorini::registry;
 use signorini::sim::scene::{self, Scene};
 use signorini::sim::{Motion, RigidBody};
+use signorini::solver::Status;
 
 fn scene(text: &str) -> Scene {
     scene::parse(text, "test.toml", "test", &[]).unwrap_or_else(|e| panic!("{e}"))
@@ -306,6 +307,48 @@ fn scene_errors_name_file_line_and_key() {
     .unwrap()
     .to_string();
     assert!(err.contains("x.toml") && err.contains("--set"), "{err}");
+}
+
+/// `settings.precision = "f32"` (`simulate --set settings.precision=f32`) reaches the CPU
+/// kernel: a pile stepped by `jacobi` in `f32` meets the tolerance on its `f64` residual at
+/// every step and follows the `f64` run to its precision, without being that run.
+#[test]
+fn a_scene_iterates_in_its_precision() {
+    let mut runs = Vec::new();
+    for precision in ["f64", "f32"] {
+        let mut s = common::load_scene(
+            "balls_in_box.toml",
+            &[
+                ("lattice.0.count", "100"),
+                ("settings.tol", "1e-4"),
+                ("settings.max_iter", "5000"),
+                ("settings.precision", precision),
+            ],
+        );
+        let mut solver = signorini::solver::Runner::new(registry::solver("jacobi").unwrap());
+        for k in 0..20 {
+            let stats = s.world.step(&mut solver).unwrap();
+            assert_eq!(stats.status, Status::Converged, "{precision}, step {k}");
+            assert!(
+                stats.residual <= 1e-4,
+                "{precision}, step {k}: {}",
+                stats.residual
+            );
+        }
+        let positions: Vec<[f64; 3]> = s
+            .world
+            .bodies
+            .iter()
+            .map(|b| b.pose.position.into())
+            .collect();
+        runs.push(positions);
+    }
+    assert_ne!(runs[0], runs[1], "the f32 run is the f64 run");
+    for (a, b) in runs[0].iter().zip(&runs[1]) {
+        for i in 0..3 {
+            assert!((a[i] - b[i]).abs() <= 1e-4, "{a:?} {b:?}");
+        }
+    }
 }
 
 /// Every scene of `scenes/` loads and takes a few steps with a sane result.

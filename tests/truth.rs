@@ -217,6 +217,11 @@ fn bad_scene_values_are_refused_up_front_naming_file_line_and_key() {
         ("omega = 5.0", &[][..], "settings.omega"),
         ("max_iter = 0", &[][..], "settings.max_iter"),
         ("check_every = 0", &[][..], "settings.check_every"),
+        (
+            "precision = \"f16\"",
+            &[][..],
+            "line 4: precision: unknown variant `f16`, expected `f32` or `f64`",
+        ),
         ("", &[("settings.dt", "1e9")][..], "settings.dt"),
         ("", &[("settings.envelope", "1e9")][..], "settings.envelope"),
         (

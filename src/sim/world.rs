@@ -26,7 +26,7 @@ use crate::problem::operator::{FactoredOperator, Storage};
 use crate::problem::{
     BlockBodies, Body, Cone, Factored, FactoredParts, FrictionModel, Operator, Problem, System,
 };
-use crate::solver::{Criterion, Report, Runner, Settings};
+use crate::solver::{Criterion, Precision, Report, Runner, Settings};
 
 /// Parameters of the time stepper.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -63,6 +63,9 @@ pub struct StepSettings {
     /// ([`Settings::check_every`]); the other solvers, of every iterate (the GPU-resident
     /// step checks every [`crate::gpu::step::CHECK_EVERY`] iterations whatever it is).
     pub check_every: usize,
+    /// Floating-point type of the CPU kernels' iterations ([`Settings::precision`]; the
+    /// step's residual and certification stay `f64`).
+    pub precision: Precision,
     /// Whether a GPU solver's answer is measured again in `f64` on the CPU each step
     /// ([`Settings::certify`], `simulate --certify`); off, the step's residual is the GPU's
     /// own `f32` measure and the host spends nothing on it.
@@ -92,6 +95,7 @@ impl Default for StepSettings {
             max_iter: 500,
             omega: None,
             check_every: 1,
+            precision: Precision::F64,
             certify: false,
             joint_projection: true,
             joint_projection_tol: 1e-6,
@@ -943,6 +947,7 @@ impl World {
             max_iter: self.settings.max_iter,
             omega: self.settings.omega,
             check_every: self.settings.check_every,
+            precision: self.settings.precision,
             warm_start: (self.settings.warm_start).then(|| self.warm_start(&map, sys.cones())),
             certify: self.settings.certify,
             ..Settings::default()
