@@ -306,7 +306,10 @@ fn scene_errors_name_file_line_and_key() {
     .err()
     .unwrap()
     .to_string();
-    assert!(err.contains("x.toml") && err.contains("--set"), "{err}");
+    assert!(
+        err.contains("x.toml") && err.contains("--set run.steps"),
+        "{err}"
+    );
 }
 
 /// `settings.precision = "f32"` (`simulate --set settings.precision=f32`) reaches the CPU

@@ -92,7 +92,14 @@ pub fn parse_within(
             .map_err(|e: toml::de::Error| Error::Scene {
                 file: file.to_string(),
                 line: None,
-                key: "--set".into(),
+                // The table after the overrides has no lines: their keys instead.
+                key: format!(
+                    "--set {}",
+                    sets.iter()
+                        .map(|(k, _)| k.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 message: e.message().to_string(),
             })?;
     }
