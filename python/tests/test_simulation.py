@@ -80,3 +80,20 @@ def test_bad_scenes_raise():
         signorini.Simulation(SCENES / "balls_in_box.toml", set=SETS, solver="nope")
     with pytest.raises(ValueError, match="scene"):
         signorini.Simulation({"settings": {"dt": None}})
+
+
+def test_a_scene_iterates_in_its_precision():
+    # `settings.precision` reaches the CPU kernel: f32 iterations, the f64 residual met.
+    runs = []
+    for precision in ("f64", "f32"):
+        sim = signorini.Simulation(SCENES / "balls_in_box.toml", solver="jacobi", set={
+            **SETS, "settings.tol": 1e-4, "settings.max_iter": 5000,
+            "settings.precision": precision})
+        for _ in range(10):
+            stats = sim.step()
+            assert stats["status"] == "converged" and stats["residual"] <= 1e-4, precision
+        runs.append(sim.positions)
+    assert not np.array_equal(runs[0], runs[1])
+    np.testing.assert_allclose(runs[0], runs[1], atol=1e-4)
+    with pytest.raises(ValueError, match="settings.precision: unknown variant `f16`"):
+        signorini.Simulation(SCENES / "balls_in_box.toml", set={"settings.precision": "f16"})
