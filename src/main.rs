@@ -88,6 +88,10 @@ struct RunOptions {
     /// Override a scene value, e.g. `--set lattice.0.count=20000` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     sets: Vec<(String, String)>,
+    /// Floating-point type of the iterations of the CPU kernels (jacobi, pgs-colored): f32
+    /// or f64 (default: the scene's `settings.precision`). Residuals stay f64.
+    #[arg(long)]
+    precision: Option<Precision>,
     /// Output folder (default: `out/<scene name>`).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -107,7 +111,10 @@ fn prepare_run(
     scene: &std::path::Path,
     o: RunOptions,
 ) -> signorini::Result<(sim::scene::Scene, Runner, usize, PathBuf)> {
-    let scene = sim::scene::load_within(scene, &o.sets, &limits(o.max_memory))?;
+    let mut scene = sim::scene::load_within(scene, &o.sets, &limits(o.max_memory))?;
+    if let Some(precision) = o.precision {
+        scene.world.settings.precision = precision;
+    }
     for warning in &scene.warnings {
         eprintln!("warning: {warning}");
     }

@@ -354,6 +354,52 @@ fn a_scene_iterates_in_its_precision() {
     }
 }
 
+/// `simulate --precision f32` iterates the CPU kernel in `f32` (its `steps.csv` residuals
+/// differ from the `f64` run's, each within the tolerance); a bad value is refused.
+#[test]
+fn cli_simulate_takes_the_kernels_precision() {
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_in_box.toml");
+    let mut residuals = Vec::new();
+    for precision in ["f64", "f32"] {
+        let out = common::fresh_dir(&format!("sim-precision-{precision}"));
+        let summary = common::run_cli_json([
+            "simulate",
+            scene,
+            "--steps",
+            "5",
+            "--solver",
+            "jacobi",
+            "--precision",
+            precision,
+            "--set",
+            "lattice.0.count=30",
+            "--snapshot-every",
+            "0",
+            "--json-summary",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(summary["steps_not_converged"], 0, "{precision}: {summary}");
+        let csv = std::fs::read_to_string(out.join("steps.csv")).unwrap();
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let column = header.iter().position(|&h| h == "residual").unwrap();
+        let values: Vec<String> = lines
+            .map(|l| l.split(',').nth(column).unwrap().to_string())
+            .collect();
+        assert_eq!(values.len(), 5);
+        residuals.push(values);
+    }
+    assert_ne!(residuals[0], residuals[1], "the f32 run is the f64 run");
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_signorini"))
+        .args(["simulate", scene, "--precision", "f16"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("--precision") && err.contains("f32"), "{err}");
+}
+
 /// Every scene of `scenes/` loads and takes a few steps with a sane result.
 #[test]
 fn every_scene_runs() {
