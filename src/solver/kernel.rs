@@ -903,20 +903,15 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             // The colours before this one have moved `w` since the sweep began; the first
             // colour's velocities are those of `plain` (a sweep that measures starts with
             // `plain` a copy of the cells: [`Kernel::unshare`]).
-            let (wb, u_hat) = match (MEASURE, first_colour) {
-                (true, true) => {
-                    let wb = self.gather_bodies(moves, gi, plain);
-                    (wb, self.measure_at(gi, &cone, g, &wb, &mut sums))
-                }
-                (true, false) => {
+            let (wb, u_hat) = if MEASURE && first_colour {
+                let wb = self.gather_bodies(moves, gi, plain);
+                (wb, self.measure_at(gi, &cone, g, &wb, &mut sums))
+            } else {
+                if MEASURE {
                     self.measure(moves, gi, &cone, g, plain, &mut sums);
-                    let wb = self.gather_bodies(moves, gi, w);
-                    (wb, self.velocity_at(gi, g, &wb).1)
                 }
-                (false, _) => {
-                    let wb = self.gather_bodies(moves, gi, w);
-                    (wb, self.velocity_at(gi, g, &wb).1)
-                }
+                let wb = self.gather_bodies(moves, gi, w);
+                (wb, self.velocity_at(gi, g, &wb).1)
             };
             let s = lanes::mul([omega; L], grp.eta);
             *o = Self::step(&cone, g, &u_hat, &s);
