@@ -615,12 +615,8 @@ mod fclib {
             .unwrap();
         assert!(status.success());
         assert_eq!(fclib::read(&out).unwrap().guesses.len(), 1);
-        let bad = std::process::Command::new(env!("CARGO_BIN_EXE_signorini"))
-            .args(["convert", last.to_str().unwrap(), "lcp_x.dat"])
-            .output()
-            .unwrap();
-        assert!(!bad.status.success());
-        assert!(String::from_utf8_lossy(&bad.stderr).contains("read, not written"));
+        let err = common::cli_refusal(["convert", last.to_str().unwrap(), "lcp_x.dat"]);
+        assert!(err.contains("read, not written"));
     }
 }
 

@@ -113,6 +113,21 @@ where
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// Runs the `signorini` binary with `args`, asserts it failed and returns its stderr.
+#[track_caller]
+pub fn cli_refusal<I, S>(args: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_signorini"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the command succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// The problem of step `steps + 1` of a scene of `scenes/` (with `--set`-style overrides),
 /// after `steps` steps with PGS.
 pub fn scene_problem(file: &str, sets: &[(&str, &str)], steps: usize) -> System {
