@@ -262,17 +262,16 @@ macro_rules! argument {
 /// A [`Kernel`]: `kernel!(name, tree, Domain, [binding: Access [Data] or (Data), ...])`; the
 /// source is `shaders/name.wgsl`, the mirror `cpu::name`. `kernel!(step name, ...)`: a
 /// time-step kernel, `shaders/step/name.wgsl` after `shaders/step/step_common.wgsl` and
-/// `shaders/step/step_scan.wgsl`; `kernel!(step name + shared, ...)` also after the functions
-/// of `shaders/step/shared.wgsl`.
+/// `shaders/step/step_scan.wgsl`; `kernel!(step name + shared + ..., ...)` also after the
+/// functions of each `shaders/step/shared.wgsl`, in order.
 macro_rules! kernel {
-    (step $name:ident + $shared:ident, $tree:expr, $domain:ident, $bindings:tt) => {
+    (step $name:ident $(+ $shared:ident)+, $tree:expr, $domain:ident, $bindings:tt) => {
         kernel!(@with concat!(
             include_str!("../../shaders/step/step_common.wgsl"),
             "\n",
             include_str!("../../shaders/step/step_scan.wgsl"),
             "\n",
-            include_str!(concat!("../../shaders/step/", stringify!($shared), ".wgsl")),
-            "\n",
+            $(include_str!(concat!("../../shaders/step/", stringify!($shared), ".wgsl")), "\n",)+
             include_str!(concat!("../../shaders/step/", stringify!($name), ".wgsl"))
         ), $name, $tree, $domain, $bindings)
     };
@@ -433,10 +432,15 @@ pub const STEP_GATHER: Kernel = kernel!(step step_gather, false, Items, [
     contacts: Read [Contacts], consts: Read [SphereConsts], x: Read [Rows],
     w: Write [BodyComponents]]);
 /// `u = J w + E x + r` of the sphere rows and the projected Jacobi step, contact by contact.
-pub const STEP_JACOBI: Kernel = kernel!(step step_jacobi + step_velocity, false, Blocks, [
-    solver: Uniform (Params), params: Uniform (StepParams), contacts: Read [Contacts],
-    w: Read [BodyComponents], r: Read [Rows], x: Read [Rows], u: Write [Rows],
-    gamma_out: Write [Rows]]);
+pub const STEP_JACOBI: Kernel = kernel!(step step_jacobi + step_velocity + step_jacobi_pass, false, Blocks, [
+        solver: Uniform (Params), params: Uniform (StepParams), contacts: Read [Contacts],
+        w: Read [BodyComponents], r: Read [Rows], x: Read [Rows], u: Write [Rows],
+        gamma_out: Write [Rows]]);
+/// [`STEP_JACOBI`]'s projected step without writing `u`: the iterations whose velocity no
+/// check reads.
+pub const STEP_JACOBI_NEXT: Kernel = kernel!(step step_jacobi_next + step_velocity + step_jacobi_pass, false, Blocks, [
+        solver: Uniform (Params), params: Uniform (StepParams), contacts: Read [Contacts],
+        w: Read [BodyComponents], r: Read [Rows], x: Read [Rows], gamma_out: Write [Rows]]);
 /// `y = J w + E x (+ r)` of the sphere rows, contact by contact: the operator product of
 /// `spg-gpu` and `apgd-gpu` in the time step.
 pub const STEP_ROWS: Kernel = kernel!(step step_rows + step_velocity, false, Blocks, [
@@ -516,6 +520,7 @@ pub const ALL: &[Kernel] = &[
     STEP_SOLVER_PARAMS,
     STEP_GATHER,
     STEP_JACOBI,
+    STEP_JACOBI_NEXT,
     STEP_ROWS,
     STEP_PRECOND,
     STEP_APGD_START,

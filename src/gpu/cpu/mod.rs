@@ -21,10 +21,10 @@ pub use reduce::{reduce, workgroup_tree};
 pub use spg::{spg_curvature, spg_direction, spg_scalars, spg_update};
 pub use step::{
     step_apgd_start, step_block, step_blocks, step_contact_rows, step_coulomb, step_gate,
-    step_gather, step_grid, step_integrate, step_jacobi, step_keep, step_link_keys, step_narrow,
-    step_precond, step_residual, step_rows, step_scan_add, step_scan_local, step_scan_totals,
-    step_solver_params, step_sort_count, step_sort_scatter, step_sort_segments, step_stats,
-    step_warm_start,
+    step_gather, step_grid, step_integrate, step_jacobi, step_jacobi_next, step_keep,
+    step_link_keys, step_narrow, step_precond, step_residual, step_rows, step_scan_add,
+    step_scan_local, step_scan_totals, step_solver_params, step_sort_count, step_sort_scatter,
+    step_sort_segments, step_stats, step_warm_start,
 };
 
 use super::data::{CONE_COULOMB, CONE_UNILATERAL, GpuBlock};

@@ -556,7 +556,6 @@ pub fn step_gather(
     }
 }
 
-/// `side` of `step_jacobi.wgsl`: a sphere's share of `J w` of a contact.
 /// `side` of `step_velocity.wgsl`: a sphere's share of a contact's rows.
 fn side(w: &[f32], body: u32, sgn: f32, n: V3, [t1, t2]: [V3; 2]) -> V3 {
     let at = 6 * body as usize;
@@ -582,16 +581,17 @@ fn contact_jw(p: &StepParams, c: &GpuContact, w: &[f32]) -> V3 {
     std::array::from_fn(|i| jw[i] + b[i])
 }
 
-/// `step_jacobi.wgsl`: `u = J w + E x + r` of the sphere rows, then the projected step.
+/// `step_jacobi_pass.wgsl`: `u = J w + E x + r` of the sphere rows, each handed to `keep`
+/// (row, value), then the projected step into `gamma_out`.
 #[allow(clippy::too_many_arguments)] // one argument per binding, as in the shader
-pub fn step_jacobi(
+fn jacobi_pass(
     solver: &Params,
     p: &StepParams,
     contacts: &[GpuContact],
     w: &[f32],
     r: &[f32],
     x: &[f32],
-    u: &mut [f32],
+    mut keep: impl FnMut(usize, f32),
     gamma_out: &mut [f32],
 ) {
     let dim = p.dim as usize;
@@ -617,7 +617,7 @@ pub fn step_jacobi(
         for i in 0..dim {
             g[i] = x[dim * k + i];
             v[i] = jw[i] + p.compliance * g[i] + r[dim * k + i];
-            u[dim * k + i] = v[i];
+            keep(dim * k + i, v[i]);
         }
         let uh = model_velocity(&b, solver.coulomb, v);
         let step = solver.omega * c.eta;
@@ -628,6 +628,35 @@ pub fn step_jacobi(
         let y = project(kind, c.mu, y);
         gamma_out[dim * k..dim * (k + 1)].copy_from_slice(&y[..dim]);
     }
+}
+
+/// `step_jacobi.wgsl`: [`jacobi_pass`] writing `u`.
+#[allow(clippy::too_many_arguments)] // one argument per binding, as in the shader
+pub fn step_jacobi(
+    solver: &Params,
+    p: &StepParams,
+    contacts: &[GpuContact],
+    w: &[f32],
+    r: &[f32],
+    x: &[f32],
+    u: &mut [f32],
+    gamma_out: &mut [f32],
+) {
+    let keep = |row: usize, v: f32| u[row] = v;
+    jacobi_pass(solver, p, contacts, w, r, x, keep, gamma_out);
+}
+
+/// `step_jacobi_next.wgsl`: [`jacobi_pass`] without `u`.
+pub fn step_jacobi_next(
+    solver: &Params,
+    p: &StepParams,
+    contacts: &[GpuContact],
+    w: &[f32],
+    r: &[f32],
+    x: &[f32],
+    gamma_out: &mut [f32],
+) {
+    jacobi_pass(solver, p, contacts, w, r, x, |_, _| {}, gamma_out);
 }
 
 /// `step_rows.wgsl`: `y = J w + E x (+ r)` of the sphere rows.

@@ -14,9 +14,9 @@ use crate::gpu::kernels::{
     APGD_CURVATURE, APGD_SCALARS, APGD_TRIAL, APGD_UPDATE, COPY_IF, Kernel, MEASURE, REDUCE,
     SPG_CURVATURE, SPG_DIRECTION, SPG_SCALARS, SPG_UPDATE, STEP_APGD_START, STEP_BLOCKS,
     STEP_CONTACT_ROWS, STEP_COULOMB, STEP_GATE, STEP_GATHER, STEP_GRID, STEP_INTEGRATE,
-    STEP_JACOBI, STEP_KEEP, STEP_LINK_KEYS, STEP_NARROW, STEP_PRECOND, STEP_RESIDUAL, STEP_ROWS,
-    STEP_SCAN_ADD, STEP_SCAN_LOCAL, STEP_SCAN_TOTALS, STEP_SOLVER_PARAMS, STEP_SORT_COUNT,
-    STEP_SORT_SCATTER, STEP_SORT_SEGMENTS, STEP_STATS, STEP_WARM_START, WORKGROUP,
+    STEP_JACOBI, STEP_JACOBI_NEXT, STEP_KEEP, STEP_LINK_KEYS, STEP_NARROW, STEP_PRECOND,
+    STEP_RESIDUAL, STEP_ROWS, STEP_SCAN_ADD, STEP_SCAN_LOCAL, STEP_SCAN_TOTALS, STEP_SOLVER_PARAMS,
+    STEP_SORT_COUNT, STEP_SORT_SCATTER, STEP_SORT_SEGMENTS, STEP_STATS, STEP_WARM_START, WORKGROUP,
 };
 use crate::gpu::spg;
 use crate::solver::coulomb::STALL_ROUNDS;
@@ -467,26 +467,36 @@ impl Iterations {
         parts: Buf,
         reduce: Buf,
     ) -> Buf {
-        // `u = J w + E x + r` of `x` and the next iterate `to`.
-        let jacobi = |x: Buf, to: Buf, gated: bool| {
-            let buffers = [
+        // The next iterate `to` of `x`, with `u = J w + E x + r` of `x` when a residual
+        // reads it (`step_jacobi`; `step_jacobi_next` without).
+        let jacobi = |x: Buf, to: Buf, gated: bool, velocity: bool| {
+            let kernel = if velocity {
+                &STEP_JACOBI
+            } else {
+                &STEP_JACOBI_NEXT
+            };
+            let rows = [
                 self.solver,
                 self.step_params,
                 self.contacts,
                 self.w,
                 self.r,
                 x,
-                self.u,
-                to,
             ];
-            self.on(&STEP_JACOBI, &buffers, self.capacity, BLOCKS_ARGS, gated)
+            let buffers: Vec<Buf> = rows
+                .into_iter()
+                .chain(velocity.then_some(self.u))
+                .chain([to])
+                .collect();
+            self.on(kernel, &buffers, self.capacity, BLOCKS_ARGS, gated)
         };
         let iterations = self.iterations;
         for k in 0..iterations {
             let (from, to) = (gamma[k % 2], gamma[1 - k % 2]);
+            let checked = k > 0 && (iterations - k) % CHECK_EVERY == 0;
             solve.push(self.gather(from, true));
-            solve.push(jacobi(from, to, true));
-            if k > 0 && (iterations - k) % CHECK_EVERY == 0 {
+            solve.push(jacobi(from, to, true, checked));
+            if checked {
                 // The residual of γ_k (`from`, with its `u`): the gate stops here when it
                 // meets the tolerance, leaving γ_k where the last iterate lands (k has the
                 // parity of `iterations`; `to` is not read again).
@@ -497,7 +507,7 @@ impl Iterations {
         // read again).
         let last = gamma[iterations % 2];
         solve.push(self.gather(last, false));
-        solve.push(jacobi(last, gamma[1 - iterations % 2], false));
+        solve.push(jacobi(last, gamma[1 - iterations % 2], false, true));
         last
     }
 
