@@ -7,7 +7,8 @@
 # (`cargo test --release --no-run --test NAME`, copied as NAME). Writes logs, JSON summaries
 # and reports under $OUT and prints a summary table last. Usage:
 #   bash benches/device.sh [PART...]   parts: host big scaling throughput cpu coulomb tests largest
-# (no part: the binaries unpacked and the Vulkan loader installed, for `device-profile.sh`).
+# (no part: every part; `none`: only the binaries unpacked and the Vulkan loader installed,
+# for `device-profile.sh`).
 set -u
 bin=/tmp/device-bin
 out=/tmp/device-out
