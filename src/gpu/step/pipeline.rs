@@ -85,6 +85,9 @@ pub struct StepPipeline<E: Executor> {
     record: Vec<E::Program>,
     /// Steps recorded into the ring since the last [`StepPipeline::flush`].
     pending: u32,
+    /// The bytes of the planes last written ([`StepPipeline::set_planes`]; none yet into
+    /// these buffers).
+    planes: Vec<u8>,
 }
 
 impl<E: Executor> StepPipeline<E> {
@@ -133,6 +136,7 @@ impl<E: Executor> StepPipeline<E> {
             solve,
             record,
             pending: 0,
+            planes: Vec::new(),
         })
     }
 
@@ -161,10 +165,15 @@ impl<E: Executor> StepPipeline<E> {
         self.schedule.bytes()
     }
 
-    /// Writes the planes of the coming step.
+    /// Writes the planes of the coming step, unless the buffer holds them already (fixed
+    /// planes are written once: on a GPU each write is a staging buffer and a copy).
     pub fn set_planes(&mut self, planes: &[GpuPlane]) {
-        let planes_buf = self.schedule.named.planes;
-        self.exec.write(planes_buf, 0, bytemuck::cast_slice(planes));
+        let bytes: &[u8] = bytemuck::cast_slice(planes);
+        if bytes != self.planes.as_slice() {
+            let planes_buf = self.schedule.named.planes;
+            self.exec.write(planes_buf, 0, bytes);
+            self.planes = bytes.to_vec();
+        }
     }
 
     /// Runs detection, assembly and the warm start at the current state without advancing
