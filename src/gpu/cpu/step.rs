@@ -630,7 +630,8 @@ fn jacobi_pass(
     }
 }
 
-/// `step_jacobi.wgsl`: [`jacobi_pass`] writing `u`.
+/// `step_jacobi.wgsl` (the pass of `step_jacobi_pass.wgsl`): `u = J w + E x + r` of the
+/// sphere rows, written, then the projected step.
 #[allow(clippy::too_many_arguments)] // one argument per binding, as in the shader
 pub fn step_jacobi(
     solver: &Params,
@@ -646,7 +647,7 @@ pub fn step_jacobi(
     jacobi_pass(solver, p, contacts, w, r, x, keep, gamma_out);
 }
 
-/// `step_jacobi_next.wgsl`: [`jacobi_pass`] without `u`.
+/// `step_jacobi_next.wgsl`: the projected step of [`step_jacobi`] without writing `u`.
 pub fn step_jacobi_next(
     solver: &Params,
     p: &StepParams,
