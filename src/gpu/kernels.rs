@@ -432,15 +432,17 @@ pub const STEP_GATHER: Kernel = kernel!(step step_gather, false, Items, [
     contacts: Read [Contacts], consts: Read [SphereConsts], x: Read [Rows],
     w: Write [BodyComponents]]);
 /// `u = J w + E x + r` of the sphere rows and the projected Jacobi step, contact by contact.
-pub const STEP_JACOBI: Kernel = kernel!(step step_jacobi + step_velocity + step_jacobi_pass, false, Blocks, [
-        solver: Uniform (Params), params: Uniform (StepParams), contacts: Read [Contacts],
-        w: Read [BodyComponents], r: Read [Rows], x: Read [Rows], u: Write [Rows],
-        gamma_out: Write [Rows]]);
+pub const STEP_JACOBI: Kernel = kernel!(step step_jacobi + step_velocity + step_jacobi_pass,
+    false, Blocks, [
+    solver: Uniform (Params), params: Uniform (StepParams), contacts: Read [Contacts],
+    w: Read [BodyComponents], r: Read [Rows], x: Read [Rows], u: Write [Rows],
+    gamma_out: Write [Rows]]);
 /// [`STEP_JACOBI`]'s projected step without writing `u`: the iterations whose velocity no
 /// check reads.
-pub const STEP_JACOBI_NEXT: Kernel = kernel!(step step_jacobi_next + step_velocity + step_jacobi_pass, false, Blocks, [
-        solver: Uniform (Params), params: Uniform (StepParams), contacts: Read [Contacts],
-        w: Read [BodyComponents], r: Read [Rows], x: Read [Rows], gamma_out: Write [Rows]]);
+pub const STEP_JACOBI_NEXT: Kernel = kernel!(step step_jacobi_next + step_velocity
+    + step_jacobi_pass, false, Blocks, [
+    solver: Uniform (Params), params: Uniform (StepParams), contacts: Read [Contacts],
+    w: Read [BodyComponents], r: Read [Rows], x: Read [Rows], gamma_out: Write [Rows]]);
 /// `y = J w + E x (+ r)` of the sphere rows, contact by contact: the operator product of
 /// `spg-gpu` and `apgd-gpu` in the time step.
 pub const STEP_ROWS: Kernel = kernel!(step step_rows + step_velocity, false, Blocks, [
