@@ -93,6 +93,18 @@ pub fn fresh_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// The output of the `signorini` binary run with `args`.
+fn run_cli<I, S>(args: I) -> std::process::Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    std::process::Command::new(env!("CARGO_BIN_EXE_signorini"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// Runs the `signorini` binary with `args`, asserts it succeeded and parses its stdout as one
 /// JSON object.
 #[track_caller]
@@ -101,10 +113,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_signorini"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = run_cli(args);
     assert!(
         out.status.success(),
         "{}",
@@ -120,10 +129,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_signorini"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = run_cli(args);
     assert!(!out.status.success(), "the command succeeded");
     String::from_utf8_lossy(&out.stderr).into_owned()
 }

@@ -172,7 +172,8 @@ impl<E: Executor> StepPipeline<E> {
         if bytes != self.planes.as_slice() {
             let planes_buf = self.schedule.named.planes;
             self.exec.write(planes_buf, 0, bytes);
-            self.planes = bytes.to_vec();
+            self.planes.clear();
+            self.planes.extend_from_slice(bytes);
         }
     }
 
