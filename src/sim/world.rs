@@ -251,11 +251,15 @@ fn kept_contact<'a>(contacts: &'a [Contact], kept: Option<&[usize]>, k: usize) -
 /// `index` maps scene bodies to problem bodies): its dynamic sides, in that order. A block
 /// with no dynamic side has none (and is left out of the problem).
 fn block_bodies(index: &[Option<usize>], a: Option<usize>, b: Option<usize>) -> BlockBodies {
-    [a, b]
-        .into_iter()
-        .flatten()
-        .filter_map(|i| index[i])
-        .collect()
+    // Plain pushes, not a `flatten` of a `filter_map` collected into a `SmallVec`: this
+    // runs once per contact in the assembly's pass over the blocks' bodies.
+    let mut bodies = BlockBodies::new();
+    for side in [a, b].into_iter().flatten() {
+        if let Some(i) = index[side] {
+            bodies.push(i);
+        }
+    }
+    bodies
 }
 
 /// Writes the Jacobian rows of a block with rows `rows_a`, `rows_b` for scene bodies `a`,
@@ -288,7 +292,8 @@ fn write_block(
 
 /// The rows `±(e, r × e)` of `body` (angular part in the body frame) for the directions
 /// `dirs` at world point `p`, into `rows` (one per direction): [`super::joint::point_row`]
-/// for each, the lever arm computed once.
+/// for each, as `Rᵀ (r × e)` with the world lever arm `r` and the body's rotation matrix
+/// formed once (a matrix product per direction instead of two quaternion rotations).
 fn point_rows(
     body: &RigidBody,
     p: &Vector3<f64>,
@@ -296,10 +301,10 @@ fn point_rows(
     sign: f64,
     rows: &mut [[f64; 6]],
 ) {
-    let inv = body.pose.orientation.inverse();
-    let r = inv * (p - body.pose.position);
+    let to_body = body.pose.orientation.to_rotation_matrix().transpose();
+    let r = p - body.pose.position;
     for (row, e) in rows.iter_mut().zip(dirs) {
-        let ang = r.cross(&(inv * e));
+        let ang = to_body * r.cross(e);
         *row = [e.x, e.y, e.z, ang.x, ang.y, ang.z].map(|x| sign * x);
     }
 }
@@ -412,8 +417,8 @@ impl World {
     }
 
     /// Runs collision detection at the current poses, leaving out pairs joined by a joint;
-    /// returns the number of contacts.
-    fn detect(&mut self) -> usize {
+    /// returns the number of contacts and their deepest penetration (`max(0, −distance)`).
+    fn detect(&mut self) -> (usize, f64) {
         let c = &mut self.collider;
         let n = self.bodies.len();
         c.shapes.resize(n, Shape::Plane);
@@ -430,19 +435,21 @@ impl World {
             .for_each(|(shape, pose, is_static, b)| {
                 (*shape, *pose, *is_static) = (b.shape, b.pose, !b.is_dynamic());
             });
-        c.detector.detect(
+        let stats = c.detector.detect(
             &c.shapes,
             &c.poses,
             &c.is_static,
             self.settings.envelope,
             &mut self.contacts,
         );
+        let mut deepest = stats.deepest;
         if !self.jointed.is_empty() {
             let jointed = &self.jointed;
             self.contacts.retain(|c| {
                 let pair = (c.body_a.min(c.body_b), c.body_a.max(c.body_b));
                 !jointed.contains(&pair)
             });
+            deepest = self.contacts.iter().fold(0.0, |d, c| d.max(-c.distance));
         }
         fe_assembly::detect(
             &self.solids,
@@ -450,7 +457,11 @@ impl World {
             self.settings.envelope,
             &mut self.node_contacts,
         );
-        self.contacts.len() + self.node_contacts.len()
+        let nodes = self.node_contacts.iter().map(|n| -n.contact.distance);
+        (
+            self.contacts.len() + self.node_contacts.len(),
+            nodes.fold(deepest, f64::max),
+        )
     }
 
     /// Puts kinematic bodies where their prescribed motion has them at the current time.
@@ -933,14 +944,7 @@ impl World {
         let start = Instant::now();
         let h = self.settings.dt;
         self.prescribe();
-        let contacts = self.detect();
-        // The deepest penetration, a parallel max (exact in any order).
-        let max_penetration = self
-            .contacts
-            .par_iter()
-            .chain(self.node_contacts.par_iter().map(|n| &n.contact))
-            .map(|c| -c.distance)
-            .reduce(|| 0.0, f64::max);
+        let (contacts, max_penetration) = self.detect();
         let collision_s = start.elapsed().as_secs_f64();
         let assembly_start = Instant::now();
         let (sys, map) = self.assemble_system()?;

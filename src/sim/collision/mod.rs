@@ -41,12 +41,20 @@ pub struct Contact {
 }
 
 /// Counters of one [`Detector::detect`] call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct CollisionStats {
     /// Pairs handed from the broad phase to the narrow phase.
     pub candidate_pairs: usize,
     /// Contacts reported.
     pub contacts: usize,
+    /// The deepest penetration among them, `max(0, −distance)`: taken by each task from the
+    /// contacts it has just written, not in a pass of its own.
+    pub deepest: f64,
+}
+
+/// `max(0, −distance)` over `contacts` (a max: the same in any order).
+fn deepest(contacts: &[Contact]) -> f64 {
+    contacts.iter().fold(0.0, |d, c| d.max(-c.distance))
 }
 
 /// Bodies of one collision task (broad and narrow phase of their pairs): the tasks do not
@@ -66,6 +74,8 @@ struct Task {
     late: Vec<(usize, usize)>,
     /// The contacts of `pairs`, sorted.
     contacts: Vec<Contact>,
+    /// Their deepest penetration ([`deepest`]).
+    deepest: f64,
 }
 
 /// Collision detection whose buffers are kept from one call to the next (a time stepper's:
@@ -132,6 +142,7 @@ impl Detector {
                 for &(a, b) in &task.pairs {
                     narrow::collide(a, b, shapes, poses, envelope, &mut task.contacts);
                 }
+                task.deepest = deepest(&task.contacts);
             });
         let tasks = &self.tasks[..tasks];
         self.late.clear();
@@ -160,9 +171,15 @@ impl Detector {
             out.clear();
             out.extend(merge_by_key(own, late.iter().flatten(), sorted));
         }
+        let late_deepest = late.iter().map(|part| deepest(part));
         CollisionStats {
             candidate_pairs: self.late.len() + tasks.iter().map(|t| t.pairs.len()).sum::<usize>(),
             contacts: out.len(),
+            deepest: tasks
+                .iter()
+                .map(|t| t.deepest)
+                .chain(late_deepest)
+                .fold(0.0, f64::max),
         }
     }
 }

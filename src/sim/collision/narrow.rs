@@ -7,7 +7,7 @@
 mod cylinder;
 
 use nalgebra::{Matrix3, Vector3};
-use smallvec::{SmallVec, smallvec};
+use smallvec::SmallVec;
 
 use cylinder::Cyl;
 
@@ -69,43 +69,75 @@ pub(crate) fn collide(
         (Shape::Plane, _) => (a, b),
         _ => (a.min(b), a.max(b)),
     };
+    let (sa, pa, sb, pb) = (&shapes[a], &poses[a], &shapes[b], &poses[b]);
+    let contact = |h: Hit| Contact {
+        body_a: a,
+        body_b: b,
+        normal: h.normal,
+        point_a: h.point_a,
+        point_b: h.point_b,
+        distance: h.distance,
+        feature: h.feature,
+    };
+    // A pair of one point (every pair of a granular packing) straight into `out`: no
+    // `Hits` of four points built, moved and sorted for it.
+    if let Some(h) = one_hit(sa, pa, sb, pb) {
+        if h.distance <= envelope {
+            out.push(contact(h));
+        }
+        return;
+    }
     let first = out.len();
-    let found = hits(&shapes[a], &poses[a], &shapes[b], &poses[b], envelope);
     out.extend(
-        found
+        hits(sa, pa, sb, pb, envelope)
             .into_iter()
             .filter(|h| h.distance <= envelope)
-            .map(|h| Contact {
-                body_a: a,
-                body_b: b,
-                normal: h.normal,
-                point_a: h.point_a,
-                point_b: h.point_b,
-                distance: h.distance,
-                feature: h.feature,
-            }),
+            .map(contact),
     );
     out[first..].sort_by_key(|c| c.feature);
 }
 
-/// Hits of the ordered pair (A, B); a plane can only be A.
+/// The hit of the ordered pair (A, B) when the pair has one point (a sphere against a
+/// plane, a sphere, a box or a cylinder), else `None`.
+fn one_hit(sa: &Shape, pa: &Pose, sb: &Shape, pb: &Pose) -> Option<Hit> {
+    Some(match (*sa, *sb) {
+        (Shape::Plane, Shape::Sphere { radius }) => plane_sphere(pa, pb.position, radius),
+        (Shape::Sphere { radius: ra }, Shape::Sphere { radius: rb }) => {
+            sphere_sphere(pa.position, ra, pb.position, rb)
+        }
+        (Shape::Box { half_extents }, Shape::Sphere { radius }) => {
+            box_sphere(&Obb::new(pa, half_extents), pb.position, radius)
+        }
+        (Shape::Sphere { radius }, Shape::Box { half_extents }) => {
+            box_sphere(&Obb::new(pb, half_extents), pa.position, radius).flipped()
+        }
+        (
+            Shape::Cylinder {
+                radius,
+                half_length,
+            },
+            Shape::Sphere { radius: rs },
+        ) => cylinder::cylinder_sphere(&Cyl::new(pa, radius, half_length), pb.position, rs),
+        (
+            Shape::Sphere { radius: rs },
+            Shape::Cylinder {
+                radius,
+                half_length,
+            },
+        ) => {
+            cylinder::cylinder_sphere(&Cyl::new(pb, radius, half_length), pa.position, rs).flipped()
+        }
+        _ => return None,
+    })
+}
+
+/// Hits of the ordered pair (A, B) of more than one point ([`one_hit`] has the others); a
+/// plane can only be A.
 fn hits(sa: &Shape, pa: &Pose, sb: &Shape, pb: &Pose, envelope: f64) -> Hits {
     match (*sa, *sb) {
         (_, Shape::Plane) => Hits::new(),
-        (Shape::Plane, Shape::Sphere { radius }) => {
-            smallvec![plane_sphere(pa, pb.position, radius)]
-        }
         (Shape::Plane, Shape::Box { half_extents }) => {
             plane_box(pa, &Obb::new(pb, half_extents), envelope).into()
-        }
-        (Shape::Sphere { radius: ra }, Shape::Sphere { radius: rb }) => {
-            smallvec![sphere_sphere(pa.position, ra, pb.position, rb)]
-        }
-        (Shape::Box { half_extents }, Shape::Sphere { radius }) => {
-            smallvec![box_sphere(&Obb::new(pa, half_extents), pb.position, radius)]
-        }
-        (Shape::Sphere { radius }, Shape::Box { half_extents }) => {
-            smallvec![box_sphere(&Obb::new(pb, half_extents), pa.position, radius).flipped()]
         }
         (Shape::Box { half_extents: ha }, Shape::Box { half_extents: hb }) => {
             box_box(&Obb::new(pa, ha), &Obb::new(pb, hb), envelope).into()
@@ -119,26 +151,6 @@ fn hits(sa: &Shape, pa: &Pose, sb: &Shape, pb: &Pose, envelope: f64) -> Hits {
         ) => {
             let (n, o) = plane_frame(pa);
             cylinder::plane_cylinder(n, o, &Cyl::new(pb, radius, half_length), envelope).into()
-        }
-        (
-            Shape::Cylinder {
-                radius,
-                half_length,
-            },
-            Shape::Sphere { radius: rs },
-        ) => {
-            let cy = Cyl::new(pa, radius, half_length);
-            smallvec![cylinder::cylinder_sphere(&cy, pb.position, rs)]
-        }
-        (
-            Shape::Sphere { radius: rs },
-            Shape::Cylinder {
-                radius,
-                half_length,
-            },
-        ) => {
-            let cy = Cyl::new(pb, radius, half_length);
-            smallvec![cylinder::cylinder_sphere(&cy, pa.position, rs).flipped()]
         }
         (
             Shape::Box { half_extents },
@@ -174,6 +186,8 @@ fn hits(sa: &Shape, pa: &Pose, sb: &Shape, pb: &Pose, envelope: f64) -> Hits {
             },
         ) => cylinder::cylinder_cylinder(&Cyl::new(pa, ra, ha), &Cyl::new(pb, rb, hb), envelope)
             .into(),
+        // The pairs of one point.
+        _ => Hits::new(),
     }
 }
 
