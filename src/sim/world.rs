@@ -290,9 +290,9 @@ fn write_block(
     }
 }
 
-/// The rows `±(e, r × e)` of `body` (angular part in the body frame) for the directions
-/// `dirs` at world point `p`, into `rows` (one per direction): [`super::joint::point_row`]
-/// for each, as `Rᵀ (r × e)` with the world lever arm `r` and the body's rotation matrix
+/// The rows `±(e, r × e)` of a body at `pose` (angular part in the body frame) for the
+/// directions `dirs` at world point `p`, into `rows` (one per direction):
+/// [`super::joint::point_row`] for each, as `Rᵀ (r × e)` with the world lever arm `r` and the body's rotation matrix
 /// formed once (a matrix product per direction instead of two quaternion rotations).
 fn point_rows(
     pose: &Pose,
@@ -765,7 +765,7 @@ impl World {
                     None => {
                         let c = contact(k);
                         // The poses of the detection (this step's): 56 bytes a body where
-                        // a `RigidBody` is 264.
+                        // a `RigidBody` is 248.
                         let poses = &self.collider.poses;
                         let (ba, bb) = (&poses[c.body_a], &poses[c.body_b]);
                         let (dirs, d) = (contact_dirs(c), bias.len());
