@@ -449,7 +449,7 @@ impl World {
                 let pair = (c.body_a.min(c.body_b), c.body_a.max(c.body_b));
                 !jointed.contains(&pair)
             });
-            deepest = self.contacts.iter().fold(0.0, |d, c| d.max(-c.distance));
+            deepest = collision::deepest(&self.contacts);
         }
         fe_assembly::detect(
             &self.solids,

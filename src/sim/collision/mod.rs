@@ -53,7 +53,7 @@ pub struct CollisionStats {
 }
 
 /// `max(0, −distance)` over `contacts` (a max: the same in any order).
-fn deepest(contacts: &[Contact]) -> f64 {
+pub(crate) fn deepest(contacts: &[Contact]) -> f64 {
     contacts.iter().fold(0.0, |d, c| d.max(-c.distance))
 }
 
