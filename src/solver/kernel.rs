@@ -15,8 +15,9 @@
 //!   unilateral block; −1 for a bilateral one: no projection), and per side the
 //!   accumulator cell of its product ([`Spread`]). The compliance, when the problem has
 //!   some, is a stream of its own.
-//! - Per body: the diagonal of `M⁻¹` and the list of its accumulator cells; the body
-//!   velocities `w = M⁻¹ Jᵀ γ`, 6 values padded to 8 (one cache line in `f64`), plain
+//! - Per body (numbered as the groups first reach them, [`Spread`]): the diagonal of
+//!   `M⁻¹`; its accumulator cells (the first in step with the bodies, the others in a list
+//!   by body); the body velocities `w = M⁻¹ Jᵀ γ`, 6 values padded to 8 (one cache line in `f64`), plain
 //!   values for Jacobi, atomic cells for the coloured sweep, whose blocks of one colour
 //!   update them in parallel (no two share a body), with a plain copy of their values at
 //!   the sweep's start.
@@ -69,10 +70,6 @@ const CHUNK: usize = 128;
 /// of (a `perf` annotation of the prefetch of the bodies alone put a third of the pass's
 /// samples on the load of the indices four groups ahead), and on the random gathers.
 const AHEAD: usize = 4;
-
-/// How many bodies ahead the body pass asks the cache for the accumulator cells of a
-/// body ([`Spread`]).
-const AHEAD_BODIES: usize = 8;
 
 /// Parts of the group passes that spread `J_{k,s}ᵀ γ_k` into accumulator cells
 /// ([`Spread`]): a fixed number, so that the sums do not depend on the threads, and few,
@@ -230,87 +227,125 @@ enum Scratch<'a, T: Lane> {
 /// [`PARTS`] parts, fixed by the problem, not the threads), one rayon task each. A body
 /// that the blocks of one part alone touch has one accumulator cell, which those blocks
 /// add into in order; a body that several parts touch has a cell in each. A part's cells
-/// are one contiguous range of the accumulator, numbered as its blocks first reach them,
-/// which its task zeroes and fills (plain memory, in the caches while the part runs: the
-/// blocks of a body are near one another in a packing's order); the body pass then sums
-/// each body's cells in part order and scales by `M⁻¹`. The last cell of a part is its
-/// sink, which the sides on the ground (and the padding) add into and no body reads: the
-/// adds need no test.
+/// are one contiguous range of the accumulator, which its task zeroes and fills (plain
+/// memory, in the caches while the part runs: the blocks of a body are near one another in
+/// a packing's order); the body pass then sums each body's cells in part order and scales
+/// by `M⁻¹`.
+///
+/// The kernel numbers the bodies as the groups first reach them (so the bodies of a part
+/// that no earlier part touches are one range of numbers, and the gathers of nearby blocks
+/// read nearby records). A part's cells are first those of its own bodies, in body order,
+/// then those of the bodies that earlier parts reached too (its `extras`), then its sink,
+/// which the sides on the ground (and the padding) add into and no body reads: the adds
+/// need no test. The body pass then reads the first cell of each body as a stream, in
+/// step with `w`, and the few extras by a list sorted by body.
 struct Spread {
     /// Groups per part: a multiple of [`CHUNK`].
     part: usize,
     /// The number of cells of each part (its sink included), in part order.
     sizes: Vec<usize>,
-    /// CSR over bodies of their cells (indices into the accumulator), in part order.
-    cell_ptr: Vec<u32>,
-    cell_list: Vec<u32>,
+    /// The first body of each part's own bodies, in part order, then one past the last
+    /// body that any group reaches (the bodies from there on have no cell).
+    starts: Vec<u32>,
+    /// The cells of bodies after their first, `(body, cell)`, by body, each body's in part
+    /// order.
+    extras: Vec<(u32, u32)>,
 }
 
 impl Spread {
     /// The cells of groups on the bodies `bodies` (per group, side and lane; `n_bodies`
-    /// bodies, the ground body `n_bodies`), and each group's targets.
-    fn new(bodies: &[[[u32; L]; 2]], n_bodies: usize) -> (Spread, Vec<[[u32; L]; 2]>) {
+    /// bodies, the ground body `n_bodies`), renumbered in place in the kernel's order;
+    /// returns the spread, each group's targets and the body of the input (the system's
+    /// numbering) of each kernel body.
+    fn new(
+        bodies: &mut [[[u32; L]; 2]],
+        n_bodies: usize,
+    ) -> (Spread, Vec<[[u32; L]; 2]>, Vec<u32>) {
         let part = bodies.len().div_ceil(PARTS).div_ceil(CHUNK).max(1) * CHUNK;
-        let mut all_targets = vec![[[0; L]; 2]; bodies.len()];
         let ground = n_bodies as u32;
-        // Per body, the part of its latest cell and that cell.
+        // The kernel's numbers, as the groups first reach the bodies, part by part.
+        let mut number = vec![u32::MAX; n_bodies];
+        let mut next = 0u32;
+        let mut starts = Vec::with_capacity(PARTS + 1);
+        for part_bodies in bodies.chunks_mut(part) {
+            starts.push(next);
+            for b in part_bodies.iter_mut().flatten().flatten() {
+                if *b == ground {
+                    continue;
+                }
+                let n = &mut number[*b as usize];
+                if *n == u32::MAX {
+                    *n = next;
+                    next += 1;
+                }
+                *b = *n;
+            }
+        }
+        starts.push(next);
+        let mut system = vec![0u32; n_bodies];
+        for (b, n) in number.iter_mut().enumerate() {
+            // Bodies that no block touches come last, in the system's order.
+            if *n == u32::MAX {
+                *n = next;
+                next += 1;
+            }
+            system[*n as usize] = b as u32;
+        }
+        // Per body, the last part that gave it an extra cell, and that cell.
         let mut latest = vec![(usize::MAX, 0u32); n_bodies];
-        // The body of each cell, in cell order.
-        let mut owner: Vec<u32> = Vec::new();
-        let mut sizes = Vec::new();
+        let mut all_targets = vec![[[0; L]; 2]; bodies.len()];
+        let (mut sizes, mut extras) = (Vec::new(), Vec::new());
         let parts = all_targets.chunks_mut(part).zip(bodies.chunks(part));
-        for (p, (group_targets, group_bodies)) in parts.enumerate() {
-            let start = owner.len() as u32;
-            for (grp_targets, grp_bodies) in group_targets.iter_mut().zip(group_bodies) {
-                for (targets, bodies) in grp_targets.iter_mut().zip(grp_bodies) {
+        for (p, (part_targets, part_bodies)) in parts.enumerate() {
+            let (own, end) = (starts[p], starts[p + 1]);
+            let mut cells = end - own;
+            let first_extra = extras.len();
+            for (targets, bodies) in part_targets.iter_mut().zip(part_bodies) {
+                for (targets, bodies) in targets.iter_mut().zip(bodies) {
                     for (target, &b) in targets.iter_mut().zip(bodies) {
                         if b == ground {
                             continue;
                         }
-                        let cell = &mut latest[b as usize];
-                        if cell.0 != p {
-                            *cell = (p, owner.len() as u32);
-                            owner.push(b);
-                        }
-                        *target = cell.1 - start;
+                        *target = if b >= own {
+                            b - own
+                        } else {
+                            let cell = &mut latest[b as usize];
+                            if cell.0 != p {
+                                *cell = (p, cells);
+                                extras.push((b, cells));
+                                cells += 1;
+                            }
+                            cell.1
+                        };
                     }
                 }
             }
             // The sink, the ground's cell.
-            let sink = owner.len() as u32 - start;
-            owner.push(ground);
-            for (grp_targets, grp_bodies) in group_targets.iter_mut().zip(group_bodies) {
-                for (targets, bodies) in grp_targets.iter_mut().zip(grp_bodies) {
+            for (targets, bodies) in part_targets.iter_mut().zip(part_bodies) {
+                for (targets, bodies) in targets.iter_mut().zip(bodies) {
                     for (target, &b) in targets.iter_mut().zip(bodies) {
                         if b == ground {
-                            *target = sink;
+                            *target = cells;
                         }
                     }
                 }
             }
-            sizes.push(owner.len() - start as usize);
+            // The extras' cells in the whole accumulator.
+            let base = sizes.iter().sum::<usize>() as u32;
+            for extra in &mut extras[first_extra..] {
+                extra.1 += base;
+            }
+            sizes.push(cells as usize + 1);
         }
-        // The cells by body, each body's in cell (part) order.
-        let mut cell_ptr = vec![0u32; n_bodies + 1];
-        for &b in owner.iter().filter(|&&b| b != ground) {
-            cell_ptr[b as usize + 1] += 1;
-        }
-        for i in 0..n_bodies {
-            cell_ptr[i + 1] += cell_ptr[i];
-        }
-        let mut fill = cell_ptr.clone();
-        let mut cell_list = vec![0; owner.len() - sizes.len()];
-        for (cell, &b) in owner.iter().enumerate().filter(|&(_, &b)| b != ground) {
-            cell_list[fill[b as usize] as usize] = cell as u32;
-            fill[b as usize] += 1;
-        }
+        // By body; a stable sort keeps each body's in part order.
+        extras.sort_by_key(|&(b, _)| b);
         let spread = Spread {
             part,
             sizes,
-            cell_ptr,
-            cell_list,
+            starts,
+            extras,
         };
-        (spread, all_targets)
+        (spread, all_targets, system)
     }
 
     /// The number of cells, the sinks included.
@@ -318,11 +353,31 @@ impl Spread {
         self.sizes.iter().sum()
     }
 
-    /// The cells of body `b`, if there is such a body (the ground has none).
+    /// The part whose own bodies hold body `b` and the cell of its first body, or `None`
+    /// for a body that no group reaches.
     #[inline(always)]
-    fn cells_of(&self, b: usize) -> Option<&[u32]> {
-        let end = *self.cell_ptr.get(b + 1)?;
-        Some(&self.cell_list[self.cell_ptr[b] as usize..end as usize])
+    fn part_of(&self, b: u32) -> Option<(usize, usize)> {
+        let p = self.starts.partition_point(|&s| s <= b).checked_sub(1)?;
+        let base: usize = self.sizes[..p.min(self.sizes.len())].iter().sum();
+        (p < self.sizes.len()).then_some((p, base))
+    }
+
+    /// The cells of body `b`, in part order (none for the ground or a body that no group
+    /// reaches).
+    #[cfg(test)]
+    fn cells_of(&self, b: u32) -> Vec<u32> {
+        let Some((p, base)) = self.part_of(b) else {
+            return Vec::new();
+        };
+        let mut cells = vec![base as u32 + b - self.starts[p]];
+        let from = self.extras.partition_point(|&(e, _)| e < b);
+        cells.extend(
+            self.extras[from..]
+                .iter()
+                .take_while(|e| e.0 == b)
+                .map(|e| e.1),
+        );
+        cells
     }
 
     /// The accumulator `acc` cut into the parts' ranges.
@@ -505,12 +560,18 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 })
                 .collect()
         });
-        let bodies: Vec<_> = groups.iter().map(|g| g.bodies).collect();
-        let (spread, targets) = Spread::new(&bodies, n_bodies);
-        for (grp, t) in groups.iter_mut().zip(targets) {
+        let mut bodies: Vec<_> = groups.iter().map(|g| g.bodies).collect();
+        let (spread, targets, system) = Spread::new(&mut bodies, n_bodies);
+        for ((grp, t), b) in groups.iter_mut().zip(targets).zip(bodies) {
             grp.targets = t;
+            grp.bodies = b;
         }
-        let mut inv_mass: Vec<T> = f.inv_mass().iter().flatten().map(|&x| t(x)).collect();
+        let inv = f.inv_mass();
+        let mut inv_mass: Vec<T> = system
+            .iter()
+            .flat_map(|&b| inv[b as usize])
+            .map(t)
+            .collect();
         // The ground's 6 zeros, then the rest of its window.
         inv_mass.resize(inv_mass.len() + W, T::ZERO);
         Kernel {
@@ -636,34 +697,43 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         });
     }
 
-    /// The bodies `ws` (from body `first`) of [`Kernel::body_velocities`].
+    /// The bodies `ws` (from body `first`) of [`Kernel::body_velocities`]: runs of one
+    /// part's own bodies ([`Spread`]), whose first cells are read in step with `ws`, each
+    /// body's later cells from the list of extras. Whole records, padding included (zero
+    /// in every cell, so zero in `w` too: the window of `M⁻¹` holds the next body's values
+    /// there, finite): vector loads, adds and one store per record.
     #[inline(always)]
-    fn body_chunk<M: Moves>(
-        &self,
-        moves: M,
-        first: usize,
-        ws: &mut [Record<T>],
-        acc: &[Record<T>],
-    ) {
-        for (i, wb) in ws.iter_mut().enumerate() {
-            let b = first + i;
-            if let Some(ahead) = self.spread.cells_of(b + AHEAD_BODIES) {
-                for &cell in ahead {
-                    moves.prefetch_in(acc, cell as usize);
+    fn body_chunk(&self, first: usize, ws: &mut [Record<T>], acc: &[Record<T>]) {
+        let spread = &self.spread;
+        let end = first + ws.len();
+        let mut extra = spread
+            .extras
+            .partition_point(|&(e, _)| (e as usize) < first);
+        let (mut b, mut rest) = (first, &mut ws[..]);
+        while !rest.is_empty() {
+            let Some((p, base)) = spread.part_of(b as u32) else {
+                // No group reaches these bodies: no velocity.
+                for wb in rest {
+                    wb.v = [T::ZERO; W];
                 }
-            }
-            // Whole records, padding included (zero in every cell, so zero in `w` too: the
-            // window of `M⁻¹` holds the next body's values there, finite): vector loads,
-            // adds and one store per record.
-            let mut sum = [T::ZERO; W];
-            let cells = self.spread.cells_of(b).expect("a body of the pass");
-            for &cell in cells {
-                let v = &acc[cell as usize].v;
-                for c in 0..W {
-                    sum[c] += v[c];
+                break;
+            };
+            let run = (spread.starts[p + 1] as usize).min(end) - b;
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(run);
+            let from = base + b - spread.starts[p] as usize;
+            for (wb, cell) in head.iter_mut().zip(&acc[from..from + run]) {
+                let mut sum = cell.v;
+                while let Some(&(e, cell)) = spread.extras.get(extra) {
+                    if e as usize != b {
+                        break;
+                    }
+                    sum = lanes::add(sum, acc[cell as usize].v);
+                    extra += 1;
                 }
+                wb.v = lanes::flush(lanes::mul(sum, *self.inv_mass_of(b)));
+                b += 1;
             }
-            wb.v = lanes::flush(lanes::mul(sum, *self.inv_mass_of(b)));
+            rest = tail;
         }
     }
 
@@ -1064,8 +1134,8 @@ impl<T: Lane, J: Rows<T>> Task for BodyChunk<'_, T, J> {
     type Output = ();
 
     #[inline(always)]
-    fn run<M: Moves>(self, moves: M) {
-        self.kernel.body_chunk(moves, self.first, self.ws, self.acc)
+    fn run<M: Moves>(self, _: M) {
+        self.kernel.body_chunk(self.first, self.ws, self.acc)
     }
 }
 
@@ -1363,8 +1433,8 @@ fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare) -> Report {
 }
 
 /// The number of accumulator cells ([`Spread`]) of the kernel of `f` with the blocks in
-/// the order of `colours`.
-fn spread_cells(f: &FactoredOperator, colours: &[&[usize]]) -> usize {
+/// the order of `colours`, and how many of them are a body's second or later cell.
+fn spread_cells(f: &FactoredOperator, colours: &[&[usize]]) -> (usize, usize) {
     let ground = f.bodies() as u32;
     let mut bodies = Vec::new();
     for c in colours {
@@ -1378,14 +1448,15 @@ fn spread_cells(f: &FactoredOperator, colours: &[&[usize]]) -> usize {
             bodies.push(grp);
         }
     }
-    Spread::new(&bodies, f.bodies()).0.cells()
+    let spread = Spread::new(&mut bodies, f.bodies()).0;
+    (spread.cells(), spread.extras.len())
 }
 
 /// The bytes one iteration of the kernel moves on `sys` in `precision`, with the rows'
 /// encoding (`compact` or `full`) ([`super::traffic`]), `None` for a system that is not
 /// factored. Blocks are counted in whole groups (padding included). Jacobi: the body pass
-/// (per body its cell range, `M⁻¹` and `w` written; per accumulator cell its index and 6
-/// values read, [`Spread`]), then per block its record (with its 2 cell targets), the
+/// (per body `M⁻¹` and `w` written; per accumulator cell its record read; per extra cell
+/// its entry in the list, [`Spread`]), then per block its record (with its 2 cell targets), the
 /// gathers of `w` (the 6 values of a body's 8 in 16-byte pieces, [`super::moves`]: 8
 /// values in `f32`, 6 in `f64`) and the new `γ_k` written, per link (block and body) its
 /// product added into a cell (its 6 values read and written; 8 in `f32`, the record's
@@ -1431,11 +1502,12 @@ pub(crate) fn traffic(
     let record = 8 + 8 + values * t + 3 * t + 3 * t + 2 * t + comp + gathers;
     let terms = match sweep {
         Sweep::Jacobi => {
-            let cells = spread_cells(f, colours) as u64;
+            let (cells, extras) = spread_cells(f, colours);
+            let (cells, extras) = (cells as u64, extras as u64);
             vec![
                 Term {
                     what: "M⁻¹Jᵀγ",
-                    bytes: bodies * (4 + 12 * t) + cells * (4 + 6 * t),
+                    bytes: bodies * 12 * t + cells * W as u64 * t + extras * 8,
                 },
                 Term {
                     what: "Jw, residual, projection, Jᵀγ",
@@ -1473,9 +1545,10 @@ mod tests {
 
     #[test]
     fn every_link_reaches_one_cell_of_its_body_in_its_part() {
-        // 700 groups (6 parts of 128) on 50 bodies, some sides on the ground.
-        let (n_bodies, ground) = (50usize, 50u32);
-        let bodies: Vec<[[u32; L]; 2]> = (0..700)
+        // 700 groups (6 parts of 128) on 60 bodies (10 of them untouched), some sides on
+        // the ground.
+        let (n_bodies, ground) = (60usize, 60u32);
+        let input: Vec<[[u32; L]; 2]> = (0..700)
             .map(|g| {
                 std::array::from_fn(|s| {
                     std::array::from_fn(|l| {
@@ -1483,15 +1556,32 @@ mod tests {
                         if s == 1 && k % 7 == 0 {
                             ground
                         } else {
-                            ((k * (3 + 4 * s)) % n_bodies) as u32
+                            ((k * (3 + 4 * s)) % 50 + 5) as u32
                         }
                     })
                 })
             })
             .collect();
-        let (spread, targets) = Spread::new(&bodies, n_bodies);
+        let mut bodies = input.clone();
+        let (spread, targets, system) = Spread::new(&mut bodies, n_bodies);
         assert_eq!(spread.part, CHUNK);
         assert_eq!(spread.sizes.len(), 6);
+        // The numbering: a permutation, the input's bodies under it, the untouched last.
+        let mut sorted = system.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..n_bodies as u32).collect::<Vec<_>>());
+        for (grp, orig) in bodies.iter().zip(&input) {
+            for (side, orig) in grp.iter().zip(orig) {
+                for (&b, &o) in side.iter().zip(orig) {
+                    assert!(if o == ground {
+                        b == ground
+                    } else {
+                        system[b as usize] == o
+                    });
+                }
+            }
+        }
+        assert!(system[50..].iter().all(|&b| !(5..55).contains(&b)));
         let starts: Vec<usize> = spread
             .sizes
             .iter()
@@ -1519,7 +1609,8 @@ mod tests {
             }
         }
         for (b, &count) in links.iter().enumerate() {
-            let cells = spread.cells_of(b).unwrap();
+            let cells = spread.cells_of(b as u32);
+            assert_eq!(cells.is_empty(), b >= 50, "body {b}");
             let sum: u32 = cells.iter().map(|&c| acc[c as usize]).sum();
             assert_eq!(sum, count, "body {b}");
             // One cell per part that touches the body, in part order, none empty.
@@ -1531,6 +1622,6 @@ mod tests {
                 .collect();
             assert!(parts.windows(2).all(|w| w[0] < w[1]), "body {b}: {parts:?}");
         }
-        assert_eq!(spread.cells_of(n_bodies), None);
+        assert!(spread.cells_of(ground).is_empty());
     }
 }
