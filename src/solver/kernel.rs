@@ -17,10 +17,10 @@
 //!   some, is a stream of its own.
 //! - Per body (numbered as the groups first reach them, [`Spread`]): the diagonal of
 //!   `M⁻¹`; its accumulator cells (the first in step with the bodies, the others in a list
-//!   by body); the body velocities `w = M⁻¹ Jᵀ γ`, 6 values padded to 8 (one cache line in `f64`), plain
-//!   values for Jacobi, atomic cells for the coloured sweep, whose blocks of one colour
-//!   update them in parallel (no two share a body), with a plain copy of their values at
-//!   the sweep's start.
+//!   by body); the body velocities `w = M⁻¹ Jᵀ γ`, 6 values padded to 8 (one cache line in
+//!   `f64`), plain values for Jacobi, atomic cells for the coloured sweep, whose blocks of
+//!   one colour update them in parallel (no two share a body), with a plain copy of their
+//!   values at the sweep's start.
 //!
 //! `M⁻¹ Jᵀ` is not stored, nor are the products. Jacobi's pass over the groups computes,
 //! with the rows already in registers, the new `γ_k` and its products `J_{k,s}ᵀ γ_k` (one
@@ -358,8 +358,11 @@ impl Spread {
     #[inline(always)]
     fn part_of(&self, b: u32) -> Option<(usize, usize)> {
         let p = self.starts.partition_point(|&s| s <= b).checked_sub(1)?;
-        let base: usize = self.sizes[..p.min(self.sizes.len())].iter().sum();
-        (p < self.sizes.len()).then_some((p, base))
+        if p < self.sizes.len() {
+            Some((p, self.sizes[..p].iter().sum()))
+        } else {
+            None
+        }
     }
 
     /// The cells of body `b`, in part order (none for the ground or a body that no group
@@ -723,11 +726,11 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             let from = base + b - spread.starts[p] as usize;
             for (wb, cell) in head.iter_mut().zip(&acc[from..from + run]) {
                 let mut sum = cell.v;
-                while let Some(&(e, cell)) = spread.extras.get(extra) {
+                while let Some(&(e, later)) = spread.extras.get(extra) {
                     if e as usize != b {
                         break;
                     }
-                    sum = lanes::add(sum, acc[cell as usize].v);
+                    sum = lanes::add(sum, acc[later as usize].v);
                     extra += 1;
                 }
                 wb.v = lanes::flush(lanes::mul(sum, *self.inv_mass_of(b)));
