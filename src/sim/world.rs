@@ -292,8 +292,9 @@ fn write_block(
 
 /// The rows `±(e, r × e)` of a body at `pose` (angular part in the body frame) for the
 /// directions `dirs` at world point `p`, into `rows` (one per direction):
-/// [`super::joint::point_row`] for each, as `Rᵀ (r × e)` with the world lever arm `r` and the body's rotation matrix
-/// formed once (a matrix product per direction instead of two quaternion rotations).
+/// [`super::joint::point_row`] for each, as `Rᵀ (r × e)` with the world lever arm `r` and
+/// the body's rotation matrix formed once (a matrix product per direction instead of two
+/// quaternion rotations).
 fn point_rows(
     pose: &Pose,
     p: &Vector3<f64>,

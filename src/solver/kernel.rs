@@ -1455,25 +1455,23 @@ fn spread_cells(f: &FactoredOperator, colours: &[&[usize]]) -> (usize, usize) {
     (spread.cells(), spread.extras.len())
 }
 
-/// The bytes one iteration of the kernel moves on `sys` in `precision`, with the rows'
-/// encoding (`compact` or `full`) ([`super::traffic`]), `None` for a system that is not
-/// factored. Blocks are counted in whole groups (padding included). Jacobi: the body pass
-/// (per body `M⁻¹` and `w` written; per accumulator cell its record read; per extra cell
-/// its entry in the list, [`Spread`]), then per block its record (with its 2 cell targets), the
-/// gathers of `w` (the 6 values of a body's 8 in 16-byte pieces, [`super::moves`]: 8
-/// values in `f32`, 6 in `f64`) and the new `γ_k` written, per link (block and body) its
-/// product added into a cell (its 6 values read and written; 8 in `f32`, the record's
-/// padding with them), per cell its 8 values zeroed.
-/// The minimum of the
-/// encoding, for comparison: the record, `γ_k` read and written, and per body `M⁻¹` and
-/// `w` written once and read once (`8 + (VALUES + 11) t` per block plus `18 t` per body:
-/// 312 B in `f64` and 160 B in `f32` on the compact rows of a cubic packing, 3 contacts
-/// per body); the model adds the gathers (2 bodies per block, mostly cache hits) and
-/// the cells (mostly cache hits too). The coloured sweep: per block its record, the
-/// gathers of `w` from the cells value by value, the gathers of `M⁻¹` in pieces and the new
-/// `γ_k`; per link `w` read and written; on the sweeps that measure (one in
-/// [`Settings::check_every`]), the copy of the cells `w` into plain values (per body 6
-/// read, 6 written) and per block the gathers of those for the residual, in pieces.
+/// The bytes one iteration of the kernel moves on `sys` in `precision`, with the rows' encoding
+/// (`compact` or `full`) ([`super::traffic`]), `None` for a system that is not factored. Blocks are
+/// counted in whole groups (padding included). Jacobi: the body pass (per body `M⁻¹` and `w`
+/// written; per accumulator cell its record read; per extra cell its entry in the list,
+/// [`Spread`]), then per block its record (with its 2 cell targets), the gathers of `w` (the 6
+/// values of a body's 8 in 16-byte pieces, [`super::moves`]: 8 values in `f32`, 6 in `f64`) and the
+/// new `γ_k` written, per link (block and body) its product added into a cell (its 6 values read
+/// and written; 8 in `f32`, the record's padding with them), per cell its 8 values zeroed. The
+/// minimum of the encoding, for comparison: the record, `γ_k` read and written, and per body `M⁻¹`
+/// and `w` written once and read once (`8 + (VALUES + 11) t` per block plus `18 t` per body: 312 B
+/// in `f64` and 160 B in `f32` on the compact rows of a cubic packing, 3 contacts per body); the
+/// model adds the gathers (2 bodies per block, mostly cache hits) and the cells (mostly cache hits
+/// too). The coloured sweep: per block its record, the gathers of `w` from the cells value by
+/// value, the gathers of `M⁻¹` in pieces and the new `γ_k`; per link `w` read and written; on the
+/// sweeps that measure (one in [`Settings::check_every`]), the copy of the cells `w` into plain
+/// values (per body 6 read, 6 written) and per block the gathers of those for the residual, in
+/// pieces.
 pub(crate) fn traffic(
     sys: &System,
     sweep: Sweep,
