@@ -81,7 +81,7 @@ impl Pipeline {
 impl Outputs {
     /// Whether the problem of step `k` (1-based) is dumped.
     fn dumps(&self, k: usize) -> bool {
-        self.dump_steps.contains(&k) || (self.dump_every > 0 && k % self.dump_every == 0)
+        self.dump_steps.contains(&k) || (self.dump_every > 0 && k.is_multiple_of(self.dump_every))
     }
 }
 
@@ -375,7 +375,7 @@ fn steps_of(
     let every = outputs.snapshot_every;
     let mut host_s = 0.0;
     'run: for k in 1..=steps {
-        let due = every > 0 && (first + k) % every == 0;
+        let due = every > 0 && (first + k).is_multiple_of(every);
         let rows = match &mut resident {
             None => {
                 if outputs.dumps(k) {

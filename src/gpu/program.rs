@@ -125,7 +125,7 @@ impl Program {
     }
 
     fn refreshes(&self, k: usize) -> bool {
-        self.start.every > 0 && (k + 1) % self.start.every == 0
+        self.start.every > 0 && (k + 1).is_multiple_of(self.start.every)
     }
 
     /// Dispatches of iteration `k` (0-based).

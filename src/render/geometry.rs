@@ -372,7 +372,7 @@ mod tests {
         assert_eq!(g.spheres.len(), 1);
         assert!(g.opaque.is_empty());
         // Every plane vertex lies inside the container: |x|, |y| ≤ 1, z ≥ 0.
-        assert!(!g.translucent.is_empty() && g.translucent.len() % 3 == 0);
+        assert!(!g.translucent.is_empty() && g.translucent.len().is_multiple_of(3));
         for v in &g.translucent {
             let [x, y, z] = v.position;
             assert!(

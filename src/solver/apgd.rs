@@ -91,7 +91,7 @@ impl Apgd {
             u.copy_from_slice(&u_new);
             lipschitz *= Self::SHRINK;
             k += 1;
-            if k % Self::REFRESH == 0 {
+            if k.is_multiple_of(Self::REFRESH) {
                 velocity_into(sys, &b, x, u);
                 velocity_into(sys, &b, &y, &mut g_y);
                 products += 2;

@@ -149,24 +149,36 @@ impl<T: Lane> LaneSums<T> {
 
     /// Adds the group's blocks at `γ` (`g`), velocity `u` and `unit = Π(γ − û)`.
     #[inline(always)]
-    fn add(&mut self, g: &[Lanes<T>; 3], u: &[Lanes<T>; 3], unit: &[Lanes<T>; 3]) {
+    fn add<M: Moves>(
+        &mut self,
+        moves: M,
+        g: &[Lanes<T>; 3],
+        u: &[Lanes<T>; 3],
+        unit: &[Lanes<T>; 3],
+    ) {
         for i in 0..3 {
-            let e = lanes::flush(lanes::sub(g[i], unit[i]));
+            let e = T::flush(moves, lanes::sub(g[i], unit[i]));
             self.e2 = lanes::mul_add(self.e2, e, e);
-            self.e_inf = lanes::max(self.e_inf, lanes::abs(e));
+            self.e_inf = T::larger(moves, self.e_inf, lanes::abs(e));
             self.g2 = lanes::mul_add(self.g2, g[i], g[i]);
             self.u2 = lanes::mul_add(self.u2, u[i], u[i]);
-            self.g_inf = lanes::max(self.g_inf, lanes::abs(g[i]));
+            self.g_inf = T::larger(moves, self.g_inf, lanes::abs(g[i]));
         }
     }
 
     /// Adds the velocity residual of the group's blocks at `γ` (`g`) with `scaled =
     /// Π(γ − η û)` and `1/η` per lane (`inv_eta`).
     #[inline(always)]
-    fn add_velocity(&mut self, g: &[Lanes<T>; 3], scaled: &[Lanes<T>; 3], inv_eta: &Lanes<T>) {
+    fn add_velocity<M: Moves>(
+        &mut self,
+        moves: M,
+        g: &[Lanes<T>; 3],
+        scaled: &[Lanes<T>; 3],
+        inv_eta: &Lanes<T>,
+    ) {
         for i in 0..3 {
             let v = lanes::mul(lanes::abs(lanes::sub(g[i], scaled[i])), *inv_eta);
-            self.velocity = lanes::max(self.velocity, v);
+            self.velocity = T::larger(moves, self.velocity, v);
         }
     }
 
@@ -587,7 +599,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             r_norm: sys.r().iter().map(|x| x * x).sum::<f64>().sqrt(),
             shift: settings.friction == FrictionModel::Coulomb,
             velocity_residual: settings.criterion == Criterion::Velocity,
-            isa: Isa::detect(),
+            isa: Isa::detect::<T>(),
         }
     }
 
@@ -706,7 +718,13 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// in every cell, so zero in `w` too: the window of `M⁻¹` holds the next body's values
     /// there, finite): vector loads, adds and one store per record.
     #[inline(always)]
-    fn body_chunk(&self, first: usize, ws: &mut [Record<T>], acc: &[Record<T>]) {
+    fn body_chunk<M: Moves>(
+        &self,
+        moves: M,
+        first: usize,
+        ws: &mut [Record<T>],
+        acc: &[Record<T>],
+    ) {
         let spread = &self.spread;
         let end = first + ws.len();
         let mut extra = spread
@@ -733,7 +751,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                     sum = lanes::add(sum, acc[later as usize].v);
                     extra += 1;
                 }
-                wb.v = lanes::flush(lanes::mul(sum, *self.inv_mass_of(b)));
+                wb.v = T::flush(moves, lanes::mul(sum, *self.inv_mass_of(b)));
                 b += 1;
             }
             rest = tail;
@@ -751,7 +769,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         g: &Impulses<T>,
         w: &C,
     ) -> ([Lanes<T>; 3], [Lanes<T>; 3]) {
-        self.velocity_at(gi, g, &self.gather_bodies(moves, gi, w))
+        self.velocity_at(moves, gi, g, &self.gather_bodies(moves, gi, w))
     }
 
     /// The velocities in `w` of group `gi`'s bodies, in lanes.
@@ -771,8 +789,9 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
 
     /// [`Kernel::velocity`] with the bodies' velocities `wb` already gathered.
     #[inline(always)]
-    fn velocity_at(
+    fn velocity_at<M: Moves>(
         &self,
+        moves: M,
         gi: usize,
         g: &Impulses<T>,
         wb: &Velocities<T>,
@@ -790,17 +809,13 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             }
         }
         for ui in &mut u {
-            *ui = lanes::flush(*ui);
+            *ui = T::flush(moves, *ui);
         }
         let mut u_hat = u;
         if self.shift {
+            let mu = T::larger(moves, grp.mu, [T::ZERO; L]);
             for l in 0..L {
-                let mu = if grp.mu[l] > T::ZERO {
-                    grp.mu[l]
-                } else {
-                    T::ZERO
-                };
-                u_hat[0][l] += mu * (u[1][l] * u[1][l] + u[2][l] * u[2][l]).sqrt();
+                u_hat[0][l] += mu[l] * (u[1][l] * u[1][l] + u[2][l] * u[2][l]).sqrt();
             }
         }
         (u, u_hat)
@@ -829,16 +844,22 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
 
     /// `Π_K(γ_k − s_k û_k)` per lane, flushed ([`lanes::flush`]).
     #[inline(always)]
-    fn step(cone: &Cones<T>, g: &Impulses<T>, u_hat: &[Lanes<T>; 3], s: &Lanes<T>) -> Impulses<T> {
+    fn step<M: Moves>(
+        moves: M,
+        cone: &Cones<T>,
+        g: &Impulses<T>,
+        u_hat: &[Lanes<T>; 3],
+        s: &Lanes<T>,
+    ) -> Impulses<T> {
         let mut x = *g;
         for i in 0..3 {
             for l in 0..L {
                 x[i][l] = g[i][l] - s[l] * u_hat[i][l];
             }
         }
-        lanes::project(&mut x, cone);
+        T::project(moves, &mut x, cone);
         for xi in &mut x {
-            *xi = lanes::flush(*xi);
+            *xi = T::flush(moves, *xi);
         }
         x
     }
@@ -855,13 +876,14 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         w: &C,
         sums: &mut LaneSums<T>,
     ) -> [Lanes<T>; 3] {
-        self.measure_at(gi, cone, g, &self.gather_bodies(moves, gi, w), sums)
+        self.measure_at(moves, gi, cone, g, &self.gather_bodies(moves, gi, w), sums)
     }
 
     /// [`Kernel::measure`] with the bodies' velocities `wb` already gathered.
     #[inline(always)]
-    fn measure_at(
+    fn measure_at<M: Moves>(
         &self,
+        moves: M,
         gi: usize,
         cone: &Cones<T>,
         g: &Impulses<T>,
@@ -869,9 +891,9 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         sums: &mut LaneSums<T>,
     ) -> [Lanes<T>; 3] {
         let grp = &self.groups[gi];
-        let (u, u_hat) = self.velocity_at(gi, g, wb);
-        let unit = Self::step(cone, g, &u_hat, &[T::ONE; L]);
-        sums.add(g, &u, &unit);
+        let (u, u_hat) = self.velocity_at(moves, gi, g, wb);
+        let unit = Self::step(moves, cone, g, &u_hat, &[T::ONE; L]);
+        sums.add(moves, g, &u, &unit);
         if self.velocity_residual {
             let mut eta = grp.eta;
             let mut inv_eta = [T::ONE; L];
@@ -879,8 +901,8 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 eta[l] = if eta[l] > T::ZERO { eta[l] } else { T::ONE };
                 inv_eta[l] = T::ONE / eta[l];
             }
-            let scaled = Self::step(cone, g, &u_hat, &eta);
-            sums.add_velocity(g, &scaled, &inv_eta);
+            let scaled = Self::step(moves, cone, g, &u_hat, &eta);
+            sums.add_velocity(moves, g, &scaled, &inv_eta);
         }
         u_hat
     }
@@ -918,7 +940,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 self.velocity(moves, gi, g, w).1
             };
             let s = lanes::mul([omega; L], grp.eta);
-            *o = Self::step(&cone, g, &u_hat, &s);
+            *o = Self::step(moves, &cone, g, &u_hat, &s);
             self.spread_group(moves, gi, o, cells);
             if (i + 1) % CHUNK == 0 {
                 total = total.merge(sums.total());
@@ -978,16 +1000,16 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             // `plain` a copy of the cells: [`Kernel::unshare`]).
             let (wb, u_hat) = if MEASURE && first_colour {
                 let wb = self.gather_bodies(moves, gi, plain);
-                (wb, self.measure_at(gi, &cone, g, &wb, &mut sums))
+                (wb, self.measure_at(moves, gi, &cone, g, &wb, &mut sums))
             } else {
                 if MEASURE {
                     self.measure(moves, gi, &cone, g, plain, &mut sums);
                 }
                 let wb = self.gather_bodies(moves, gi, w);
-                (wb, self.velocity_at(gi, g, &wb).1)
+                (wb, self.velocity_at(moves, gi, g, &wb).1)
             };
             let s = lanes::mul([omega; L], grp.eta);
-            *o = Self::step(&cone, g, &u_hat, &s);
+            *o = Self::step(moves, &cone, g, &u_hat, &s);
             let delta = [
                 lanes::sub(o[0], g[0]),
                 lanes::sub(o[1], g[1]),
@@ -998,7 +1020,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             let mut d = J::transpose_times(&grp.jac, &delta);
             for ((side, m), old) in d.iter_mut().zip(&inv_mass).zip(&wb) {
                 for c in 0..6 {
-                    side[c] = lanes::flush(lanes::mul_add(old[c], side[c], m[c]));
+                    side[c] = T::flush(moves, lanes::mul_add(old[c], side[c], m[c]));
                 }
             }
             for (side, bodies) in d.iter().zip(&grp.bodies) {
@@ -1137,8 +1159,8 @@ impl<T: Lane, J: Rows<T>> Task for BodyChunk<'_, T, J> {
     type Output = ();
 
     #[inline(always)]
-    fn run<M: Moves>(self, _: M) {
-        self.kernel.body_chunk(self.first, self.ws, self.acc)
+    fn run<M: Moves>(self, moves: M) {
+        self.kernel.body_chunk(moves, self.first, self.ws, self.acc)
     }
 }
 
@@ -1554,7 +1576,7 @@ mod tests {
                 std::array::from_fn(|s| {
                     std::array::from_fn(|l| {
                         let k = g * L + l;
-                        if s == 1 && k % 7 == 0 {
+                        if s == 1 && k.is_multiple_of(7) {
                             ground
                         } else {
                             ((k * (3 + 4 * s)) % 50 + 5) as u32

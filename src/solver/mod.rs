@@ -2,6 +2,8 @@
 //! every iterative solver shares (warm start, residual per iteration, best iterate, stopping).
 
 pub mod apgd;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 pub mod colored;
 pub(crate) mod coulomb;
 pub(crate) mod progress;
@@ -190,14 +192,14 @@ impl Settings {
                 message: "the residual is measured every N ≥ 1 iterations".into(),
             });
         }
-        if let Some(w) = self.omega {
-            if !(w > 0.0 && w < 2.0) {
-                return Err(Error::InvalidSetting {
-                    name: "omega",
-                    value: w.to_string(),
-                    message: "the relaxation must lie in (0, 2)".into(),
-                });
-            }
+        if let Some(w) = self.omega
+            && !(w > 0.0 && w < 2.0)
+        {
+            return Err(Error::InvalidSetting {
+                name: "omega",
+                value: w.to_string(),
+                message: "the relaxation must lie in (0, 2)".into(),
+            });
         }
         if let Some(ws) = &self.warm_start {
             if ws.len() != rows {

@@ -9,18 +9,25 @@
 //! 8 loads and 8 inserts of 128 bits and 12 shuffles (`f32`) or 12 inserts and 12 shuffles
 //! (`f64`) gather `w`; 16 shuffles, 8 joins of halves and 8 adds of a whole 256-bit
 //! record (`f32`), or 24 shuffles and 8 adds of 256 bits and 8 of 128 (`f64`) add the
-//! products. Elsewhere the plain loops run ([`Portable`]).
+//! products; the same under AVX-512 (`f64` only, [`Lane::WIDE`]; [`super::avx512`]).
+//! Elsewhere the plain loops run ([`Portable`]).
+//!
+//! The lane operations with a branch per lane (the cone projection, the flush of tiny
+//! values, the lane-wise maximum) are [`Moves`]' too: the lane loops of [`super::lanes`]
+//! by default, explicit mask-register selects under AVX-512, where LLVM lowers the loops'
+//! selects to scalar code.
 //!
 //! [`Isa::run`] runs a kernel task ([`Task`]) with the moves of the machine, under the
 //! instruction set they need (`pulp`'s `vectorize`: the task, `#[inline(always)]`, is
-//! compiled inside a function with AVX2 and FMA enabled), as `pulp::Arch::dispatch` did.
+//! compiled inside a function with AVX2 and FMA, or AVX-512, enabled), as
+//! `pulp::Arch::dispatch` did.
 
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::{__m128, __m128d, __m256, __m256d};
 #[cfg(target_arch = "x86_64")]
-use pulp::x86::V3;
+use pulp::x86::{V3, V4};
 
-use super::lanes::{L, Lanes};
+use super::lanes::{self, Cones, L, Lanes};
 use super::rows::Velocities;
 use crate::problem::real::Real;
 
@@ -75,12 +82,45 @@ pub(crate) trait Moves: Copy {
     /// As [`Moves::prefetch`], for `values[i]` where there is such a value (an address
     /// past the slice is a hint too, never read: no bounds check in the hot loops).
     fn prefetch_in<R>(self, values: &[R], i: usize);
+    /// [`lanes::flush`] in `f32`: the lane loop, unless the instruction set has its own.
+    #[inline(always)]
+    fn flush_f32(self, a: Lanes<f32>) -> Lanes<f32> {
+        lanes::flush(a)
+    }
+    /// As [`Moves::flush_f32`].
+    #[inline(always)]
+    fn flush_f64(self, a: Lanes<f64>) -> Lanes<f64> {
+        lanes::flush(a)
+    }
+    /// [`lanes::max`] in `f32`, as [`Moves::flush_f32`].
+    #[inline(always)]
+    fn max_f32(self, a: Lanes<f32>, b: Lanes<f32>) -> Lanes<f32> {
+        lanes::max(a, b)
+    }
+    /// As [`Moves::max_f32`].
+    #[inline(always)]
+    fn max_f64(self, a: Lanes<f64>, b: Lanes<f64>) -> Lanes<f64> {
+        lanes::max(a, b)
+    }
+    /// [`lanes::project`] in `f32`, as [`Moves::flush_f32`].
+    #[inline(always)]
+    fn project_f32(self, x: &mut [Lanes<f32>; 3], cone: &Cones<f32>) {
+        lanes::project(x, cone)
+    }
+    /// As [`Moves::project_f32`].
+    #[inline(always)]
+    fn project_f64(self, x: &mut [Lanes<f64>; 3], cone: &Cones<f64>) {
+        lanes::project(x, cone)
+    }
 }
 
 /// The precisions of the kernel's lanes: a [`Real`] whose moves [`Moves`] provides.
 pub(crate) trait Lane: Real {
     /// The alignment of a body's [`Record`] (its size).
     type Align: Copy + Send + Sync + std::fmt::Debug;
+    /// Whether the kernel runs under AVX-512 in this precision where the CPU has it
+    /// ([`Isa::detect`]).
+    const WIDE: bool;
     /// The gather of [`Moves::gather_f32`] in this precision.
     fn gather<M: Moves>(moves: M, rows: [&[Self; W]; L]) -> [Lanes<Self>; 6];
     /// The add of [`Moves::add_f32`] in this precision.
@@ -90,10 +130,19 @@ pub(crate) trait Lane: Real {
         targets: &[[u32; L]; 2],
         cells: &mut [Record<Self>],
     );
+    /// [`Moves::flush_f32`] in this precision.
+    fn flush<M: Moves>(moves: M, a: Lanes<Self>) -> Lanes<Self>;
+    /// [`Moves::max_f32`] in this precision.
+    fn larger<M: Moves>(moves: M, a: Lanes<Self>, b: Lanes<Self>) -> Lanes<Self>;
+    /// [`Moves::project_f32`] in this precision.
+    fn project<M: Moves>(moves: M, x: &mut [Lanes<Self>; 3], cone: &Cones<Self>);
 }
 
 impl Lane for f32 {
     type Align = Align32;
+    /// No: 8 `f32` lanes fill one AVX2 register already, and the passes measured slower
+    /// under AVX-512 (`benches/RESULTS.md`).
+    const WIDE: bool = false;
 
     #[inline(always)]
     fn gather<M: Moves>(moves: M, rows: [&[f32; W]; L]) -> [Lanes<f32>; 6] {
@@ -109,10 +158,27 @@ impl Lane for f32 {
     ) {
         moves.add_f32(v, targets, cells)
     }
+
+    #[inline(always)]
+    fn flush<M: Moves>(moves: M, a: Lanes<f32>) -> Lanes<f32> {
+        moves.flush_f32(a)
+    }
+
+    #[inline(always)]
+    fn larger<M: Moves>(moves: M, a: Lanes<f32>, b: Lanes<f32>) -> Lanes<f32> {
+        moves.max_f32(a, b)
+    }
+
+    #[inline(always)]
+    fn project<M: Moves>(moves: M, x: &mut [Lanes<f32>; 3], cone: &Cones<f32>) {
+        moves.project_f32(x, cone)
+    }
 }
 
 impl Lane for f64 {
     type Align = Align64;
+    /// Yes: a lane vector is one 512-bit register instead of two AVX2 ones.
+    const WIDE: bool = true;
 
     #[inline(always)]
     fn gather<M: Moves>(moves: M, rows: [&[f64; W]; L]) -> [Lanes<f64>; 6] {
@@ -127,6 +193,21 @@ impl Lane for f64 {
         cells: &mut [Record<f64>],
     ) {
         moves.add_f64(v, targets, cells)
+    }
+
+    #[inline(always)]
+    fn flush<M: Moves>(moves: M, a: Lanes<f64>) -> Lanes<f64> {
+        moves.flush_f64(a)
+    }
+
+    #[inline(always)]
+    fn larger<M: Moves>(moves: M, a: Lanes<f64>, b: Lanes<f64>) -> Lanes<f64> {
+        moves.max_f64(a, b)
+    }
+
+    #[inline(always)]
+    fn project<M: Moves>(moves: M, x: &mut [Lanes<f64>; 3], cone: &Cones<f64>) {
+        moves.project_f64(x, cone)
     }
 }
 
@@ -386,6 +467,9 @@ fn transpose4(simd: V3, x: [__m256; 4]) -> [__m256; 4] {
 /// The instruction set the kernel's passes run under, detected at run time.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Isa {
+    /// AVX-512 (F, BW, CD, DQ, VL), with AVX2 and FMA ([`super::avx512`]).
+    #[cfg(target_arch = "x86_64")]
+    V4(V4),
     /// AVX2 and FMA.
     #[cfg(target_arch = "x86_64")]
     V3(V3),
@@ -405,10 +489,10 @@ pub(crate) trait Task {
 
 /// A task with its moves, as `pulp`'s `vectorize` calls it.
 #[cfg(target_arch = "x86_64")]
-struct Under<Op>(Op, V3);
+struct Under<Op, S>(Op, S);
 
 #[cfg(target_arch = "x86_64")]
-impl<Op: Task> pulp::NullaryFnOnce for Under<Op> {
+impl<Op: Task, S: Moves> pulp::NullaryFnOnce for Under<Op, S> {
     type Output = Op::Output;
 
     #[inline(always)]
@@ -418,8 +502,13 @@ impl<Op: Task> pulp::NullaryFnOnce for Under<Op> {
 }
 
 impl Isa {
-    /// The widest instruction set of this machine that the kernel has moves for.
-    pub(crate) fn detect() -> Isa {
+    /// The widest instruction set of this machine that the kernel has moves for in
+    /// precision `T` (AVX-512 only where [`Lane::WIDE`]).
+    pub(crate) fn detect<T: Lane>() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(simd) = V4::try_new().filter(|_| T::WIDE) {
+            return Isa::V4(simd);
+        }
         #[cfg(target_arch = "x86_64")]
         if let Some(simd) = V3::try_new() {
             return Isa::V3(simd);
@@ -431,6 +520,8 @@ impl Isa {
     #[inline(always)]
     pub(crate) fn run<Op: Task>(self, task: Op) -> Op::Output {
         match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::V4(simd) => simd.vectorize(Under(task, simd)),
             #[cfg(target_arch = "x86_64")]
             Isa::V3(simd) => simd.vectorize(Under(task, simd)),
             Isa::Portable => task.run(Portable),
@@ -480,6 +571,10 @@ mod tests {
         same_as_plain(Portable);
         #[cfg(target_arch = "x86_64")]
         if let Some(simd) = V3::try_new() {
+            same_as_plain(simd);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(simd) = V4::try_new() {
             same_as_plain(simd);
         }
     }

@@ -180,7 +180,7 @@ impl Spg {
             }
             history.push(f_new);
             j += 1;
-            if j % Self::REFRESH == 0 {
+            if j.is_multiple_of(Self::REFRESH) {
                 velocity_into(sys, &b, x, g);
                 return 2;
             }

@@ -493,7 +493,7 @@ impl Iterations {
         let iterations = self.iterations;
         for k in 0..iterations {
             let (from, to) = (gamma[k % 2], gamma[1 - k % 2]);
-            let checked = k > 0 && (iterations - k) % CHECK_EVERY == 0;
+            let checked = k > 0 && (iterations - k).is_multiple_of(CHECK_EVERY);
             solve.push(self.gather(from, true));
             solve.push(jacobi(from, to, true, checked));
             if checked {

@@ -462,14 +462,14 @@ pub(super) fn world(spec: &SceneFile, base: &Path) -> Result<World, SpecError> {
     let mut names = HashMap::new();
     for (i, body) in spec.body.iter().enumerate() {
         let index = b.body(body);
-        if let Some(name) = &body.name {
-            if name == "ground" || names.insert(name.clone(), index).is_some() {
-                return Err((
-                    Some(("body", i)),
-                    format!("body[{i}].name"),
-                    format!("`{name}` is reserved or used twice"),
-                ));
-            }
+        if let Some(name) = &body.name
+            && (name == "ground" || names.insert(name.clone(), index).is_some())
+        {
+            return Err((
+                Some(("body", i)),
+                format!("body[{i}].name"),
+                format!("`{name}` is reserved or used twice"),
+            ));
         }
     }
     spec.lattice.iter().for_each(|l| b.lattice(l));

@@ -207,13 +207,13 @@ impl Kkt {
         }
         let dense = dim <= DENSE_DIM;
         let mut fresh = !dense;
-        if let (false, Some(a)) = (dense, analysis.as_ref()) {
-            if let Some(vals) = a.embed(&col_ptr, &row_idx, &static_vals) {
-                col_ptr.clone_from(&a.col_ptr);
-                row_idx.clone_from(&a.row_idx);
-                static_vals = vals;
-                fresh = false;
-            }
+        if let (false, Some(a)) = (dense, analysis.as_ref())
+            && let Some(vals) = a.embed(&col_ptr, &row_idx, &static_vals)
+        {
+            col_ptr.clone_from(&a.col_ptr);
+            row_idx.clone_from(&a.row_idx);
+            static_vals = vals;
+            fresh = false;
         }
         let pos = |r: usize, c: usize| -> usize {
             let (lo, hi) = (col_ptr[c], col_ptr[c + 1]);
@@ -263,25 +263,25 @@ impl Kkt {
                 .factorize_numeric_ldlt_scratch::<f64>(par, Default::default())
                 .or(symbolic.solve_in_place_scratch::<f64>(1, par));
             let (mut parallel, mut tree) = (None, None);
-            if let (SymbolicCholeskyRaw::Supernodal(s), false) = (symbolic.raw(), par == Par::Seq) {
-                if let Some(split) = Tree::new(s) {
-                    let signs = signs(n, dim);
-                    let regularization = Regularization {
-                        signs: &signs,
-                        epsilon: DYNAMIC_EPS,
-                        delta: DYNAMIC_DELTA,
-                    };
-                    parallel = Some(Box::new(SupernodalLdlt::new(
-                        s,
-                        symbolic.perm(),
-                        &split,
-                        &col_ptr,
-                        &row_idx,
-                        &regularization,
-                    )));
-                    if symbolic.len_val() >= TREE_ENTRIES {
-                        tree = Some(Box::new(TreeSolve::new(s, symbolic.perm(), &split)));
-                    }
+            if let (SymbolicCholeskyRaw::Supernodal(s), false) = (symbolic.raw(), par == Par::Seq)
+                && let Some(split) = Tree::new(s)
+            {
+                let signs = signs(n, dim);
+                let regularization = Regularization {
+                    signs: &signs,
+                    epsilon: DYNAMIC_EPS,
+                    delta: DYNAMIC_DELTA,
+                };
+                parallel = Some(Box::new(SupernodalLdlt::new(
+                    s,
+                    symbolic.perm(),
+                    &split,
+                    &col_ptr,
+                    &row_idx,
+                    &regularization,
+                )));
+                if symbolic.len_val() >= TREE_ENTRIES {
+                    tree = Some(Box::new(TreeSolve::new(s, symbolic.perm(), &split)));
                 }
             }
             Factor::Sparse(SparseLdlt {

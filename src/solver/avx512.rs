@@ -1,0 +1,192 @@
+//! The CPU kernel under AVX-512 (issue 16): [`Moves`] for `pulp`'s [`V4`], whose lane
+//! operations with a branch per lane (the cone projection, the flush of tiny values, the
+//! lane-wise maximum) are written in explicit vector operations with mask registers.
+//!
+//! Compiled under AVX-512, LLVM keeps the plain lane loops of [`super::lanes`] for the
+//! straight arithmetic (one 512-bit register per `f64` lane vector, and 32 registers
+//! instead of AVX2's 16), but lowers their per-lane selects to scalar code with masked
+//! single-lane moves and branches: the kernel ran 1.3–2.1× slower under `V4` than under
+//! AVX2 (`benches/RESULTS.md`, twenty-fifth and twenty-seventh sessions). Here each
+//! select is one comparison into a mask register and one masked blend on `f64x8`, a whole
+//! lane vector in one register. The operations and their order are those of the lane
+//! loops, so the results are the same bits, NaN aside, whose sign Rust leaves open
+//! (`the_moves_transpose`; the test below).
+//!
+//! The gathers of `w` and the adds of the products are the AVX2 transposes of
+//! [`super::moves`] (`V4` holds a `V3`): 512-bit ones (a body's record in one load, an
+//! 8 × 8 transpose of 24 shuffles) measured no faster (`benches/RESULTS.md`, thirty-first
+//! session). The kernel runs `f32` under AVX2 ([`super::moves::Lane::WIDE`]).
+
+use pulp::f64x8;
+use pulp::x86::{V3, V4};
+
+use super::lanes::{Cones, L, Lanes};
+use super::moves::{Moves, Record, W};
+use super::rows::Velocities;
+use crate::problem::real::Real;
+
+/// [`super::lanes::flush`]: zero where `|a|` is below [`Real::ROOT_MIN`].
+#[inline(always)]
+fn flush(simd: V4, a: Lanes<f64>) -> Lanes<f64> {
+    let a: f64x8 = pulp::cast(a);
+    let tiny = simd.cmp_lt_f64x8(simd.abs_f64x8(a), simd.splat_f64x8(f64::ROOT_MIN));
+    pulp::cast(simd.select_f64x8(tiny, simd.splat_f64x8(0.0), a))
+}
+
+/// [`super::lanes::max`]: `a` where `a > b`, else `b`.
+#[inline(always)]
+fn max(simd: V4, a: Lanes<f64>, b: Lanes<f64>) -> Lanes<f64> {
+    let (a, b): (f64x8, f64x8) = (pulp::cast(a), pulp::cast(b));
+    pulp::cast(simd.select_f64x8(simd.cmp_gt_f64x8(a, b), a, b))
+}
+
+/// [`super::lanes::project`], the same operations in the same order: the three cases
+/// computed on every lane and selected by masks.
+#[inline(always)]
+fn project(simd: V4, x: &mut [Lanes<f64>; 3], cone: &Cones<f64>) {
+    let [n, t1, t2]: [f64x8; 3] = pulp::cast(*x);
+    let (a, inv): (f64x8, f64x8) = (pulp::cast(cone.mu), pulp::cast(cone.inv));
+    let (zero, one) = (simd.splat_f64x8(0.0), simd.splat_f64x8(1.0));
+    let s = simd.sqrt_f64x8(simd.add_f64x8(simd.mul_f64x8(t1, t1), simd.mul_f64x8(t2, t2)));
+    let inside = simd.cmp_lt_f64x8(a, zero)
+        | (simd.cmp_le_f64x8(s, simd.mul_f64x8(a, n)) & simd.cmp_ge_f64x8(n, zero));
+    let a_s = simd.mul_f64x8(a, s);
+    // `−n` as `0 − n`: the two differ only in the sign of a zero, which `≤` ignores.
+    let polar = simd.cmp_le_f64x8(a_s, simd.sub_f64x8(zero, n));
+    let n_new = simd.mul_f64x8(simd.add_f64x8(a_s, n), inv);
+    let s_or_one = simd.select_f64x8(simd.cmp_gt_f64x8(s, zero), s, one);
+    let scale = simd.div_f64x8(simd.mul_f64x8(a, n_new), s_or_one);
+    let n_out = simd.select_f64x8(inside, n, simd.select_f64x8(polar, zero, n_new));
+    let t_scale = simd.select_f64x8(inside, one, simd.select_f64x8(polar, zero, scale));
+    *x = pulp::cast([
+        n_out,
+        simd.mul_f64x8(t1, t_scale),
+        simd.mul_f64x8(t2, t_scale),
+    ]);
+}
+
+/// The AVX2 moves of the `V3` inside a `V4`.
+#[inline(always)]
+fn v3(simd: V4) -> V3 {
+    *simd
+}
+
+impl Moves for V4 {
+    #[inline(always)]
+    fn gather_f32(self, rows: [&[f32; W]; L]) -> [Lanes<f32>; 6] {
+        v3(self).gather_f32(rows)
+    }
+
+    #[inline(always)]
+    fn gather_f64(self, rows: [&[f64; W]; L]) -> [Lanes<f64>; 6] {
+        v3(self).gather_f64(rows)
+    }
+
+    #[inline(always)]
+    fn add_f32(self, v: &Velocities<f32>, targets: &[[u32; L]; 2], cells: &mut [Record<f32>]) {
+        v3(self).add_f32(v, targets, cells)
+    }
+
+    #[inline(always)]
+    fn add_f64(self, v: &Velocities<f64>, targets: &[[u32; L]; 2], cells: &mut [Record<f64>]) {
+        v3(self).add_f64(v, targets, cells)
+    }
+
+    #[inline(always)]
+    fn prefetch<R>(self, value: &R) {
+        v3(self).prefetch(value)
+    }
+
+    #[inline(always)]
+    fn prefetch_in<R>(self, values: &[R], i: usize) {
+        v3(self).prefetch_in(values, i)
+    }
+
+    #[inline(always)]
+    fn flush_f64(self, a: Lanes<f64>) -> Lanes<f64> {
+        flush(self, a)
+    }
+
+    #[inline(always)]
+    fn max_f64(self, a: Lanes<f64>, b: Lanes<f64>) -> Lanes<f64> {
+        max(self, a, b)
+    }
+
+    #[inline(always)]
+    fn project_f64(self, x: &mut [Lanes<f64>; 3], cone: &Cones<f64>) {
+        project(self, x, cone)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solver::lanes;
+
+    /// Values that take every branch of the lane loops: signs and zeros of either sign,
+    /// values about the flush threshold, subnormals, infinities and NaN.
+    fn edge_values() -> Vec<f64> {
+        let tiny = f64::ROOT_MIN;
+        vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            -0.3,
+            2.0,
+            1e-3,
+            tiny,
+            -tiny,
+            tiny * (1.0 - f64::EPSILON),
+            f64::MIN_POSITIVE / 4.0,
+            1e300,
+            -1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ]
+    }
+
+    /// `x` as lane vectors, `L` values at a time from `start` (wrapping).
+    fn lanes_from(values: &[f64], start: usize, stride: usize) -> Lanes<f64> {
+        std::array::from_fn(|l| values[(start + stride * l) % values.len()])
+    }
+
+    /// The bits of `x`, every NaN as one (Rust leaves a NaN's sign and payload open, and
+    /// LLVM's lowering of the scalar loops does not keep x86's).
+    fn bits(x: &[Lanes<f64>]) -> Vec<u64> {
+        let bits = |v: &f64| if v.is_nan() { u64::MAX } else { v.to_bits() };
+        x.iter().flatten().map(bits).collect()
+    }
+
+    #[test]
+    fn the_lane_operations_are_the_bits_of_the_lane_loops() {
+        let Some(simd) = V4::try_new() else {
+            eprintln!("note: no AVX-512 on this CPU; the V4 lane operations are not run");
+            return;
+        };
+        let values = edge_values();
+        let mus = [0.5, 0.0, -1.0, 1.3, 0.1];
+        let n = values.len();
+        // Every triple of values (n, t1, t2) in some lane, with each cone coefficient.
+        for start in 0..n * n * n / L + 1 {
+            let (k0, k1, k2) = (start * L, start * L / n, start * L / (n * n));
+            let x: [Lanes<f64>; 3] = [
+                lanes_from(&values, k0, 1),
+                lanes_from(&values, k1, n),
+                lanes_from(&values, k2, n * n),
+            ];
+            let mu: Lanes<f64> = std::array::from_fn(|l| mus[(start + l) % mus.len()]);
+            let cone = Cones::of(&mu);
+            let (mut got, mut want) = (x, x);
+            simd.project_f64(&mut got, &cone);
+            lanes::project(&mut want, &cone);
+            assert_eq!(bits(&got), bits(&want), "projection of {x:?}, μ {mu:?}");
+            for (a, b) in [(x[0], x[1]), (x[1], x[2]), (x[2], x[0])] {
+                assert_eq!(bits(&[simd.flush_f64(a)]), bits(&[lanes::flush(a)]));
+                assert_eq!(bits(&[simd.max_f64(a, b)]), bits(&[lanes::max(a, b)]));
+            }
+        }
+    }
+}
