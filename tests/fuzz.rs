@@ -191,12 +191,12 @@ fn data_regions(group: &hdf5::Group, out: &mut Vec<(usize, usize, usize)>) {
     for name in group.member_names().unwrap() {
         if let Ok(g) = group.group(&name) {
             data_regions(&g, out);
-        } else if let Ok(ds) = group.dataset(&name) {
-            if let (Some(offset), Ok(dtype)) = (ds.offset(), ds.dtype()) {
-                let len = ds.storage_size() as usize;
-                if len > 0 {
-                    out.push((offset as usize, len, dtype.size()));
-                }
+        } else if let Ok(ds) = group.dataset(&name)
+            && let (Some(offset), Ok(dtype)) = (ds.offset(), ds.dtype())
+        {
+            let len = ds.storage_size() as usize;
+            if len > 0 {
+                out.push((offset as usize, len, dtype.size()));
             }
         }
     }

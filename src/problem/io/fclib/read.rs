@@ -108,18 +108,18 @@ impl Reader<'_> {
         }
         // Contiguous data must lie inside the file (HDF5 1.10 copies out of its read buffer
         // at a damaged address without checking).
-        if let Some(offset) = ds.offset() {
-            if offset.saturating_add(need) > self.size {
-                return Err(malformed(
-                    self.file,
-                    path,
-                    format!(
-                        "data at bytes {offset}..{} of a file of {} bytes",
-                        offset.saturating_add(need),
-                        self.size
-                    ),
-                ));
-            }
+        if let Some(offset) = ds.offset()
+            && offset.saturating_add(need) > self.size
+        {
+            return Err(malformed(
+                self.file,
+                path,
+                format!(
+                    "data at bytes {offset}..{} of a file of {} bytes",
+                    offset.saturating_add(need),
+                    self.size
+                ),
+            ));
         }
         Ok(())
     }
@@ -297,7 +297,7 @@ impl Reader<'_> {
 
     fn cones(&self, path: &str, rows: usize) -> Result<Vec<Cone>> {
         let mu = self.floats(path)?;
-        if rows % 3 != 0 || mu.len() != rows / 3 {
+        if !rows.is_multiple_of(3) || mu.len() != rows / 3 {
             return Err(malformed(
                 self.file,
                 path,
