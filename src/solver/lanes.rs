@@ -4,8 +4,11 @@
 //! they are `#[inline(always)]` loops (no closures, which LLVM may leave out of line,
 //! compiled for the baseline) so that they compile inside the kernel's `pulp` dispatch
 //! (`pulp::Arch::dispatch`, which runs its closure under the CPU's widest instruction set:
-//! AVX2 + FMA where present, detected at run time), where LLVM maps each `[T; L]` operation
-//! onto vector registers (8 `f32` lanes = one AVX register, 8 `f64` = two).
+//! AVX2 + FMA where present, detected at run time, and AVX-512 for `f64`), where LLVM maps
+//! each `[T; L]` operation onto vector registers (8 `f32` lanes = one AVX register, 8 `f64`
+//! = two, or one AVX-512 register). The operations with a branch per lane ([`flush`],
+//! [`max`], [`project`]) are reached through the kernel's moves, which replace them under
+//! AVX-512 (`super::avx512`).
 
 use crate::problem::real::Real;
 
