@@ -25,46 +25,6 @@ use super::moves::{Moves, Record, W};
 use super::rows::Velocities;
 use crate::problem::real::Real;
 
-/// [`super::lanes::flush`]: zero where `|a|` is below [`Real::ROOT_MIN`].
-#[inline(always)]
-fn flush(simd: V4, a: Lanes<f64>) -> Lanes<f64> {
-    let a: f64x8 = pulp::cast(a);
-    let tiny = simd.cmp_lt_f64x8(simd.abs_f64x8(a), simd.splat_f64x8(f64::ROOT_MIN));
-    pulp::cast(simd.select_f64x8(tiny, simd.splat_f64x8(0.0), a))
-}
-
-/// [`super::lanes::max`]: `a` where `a > b`, else `b`.
-#[inline(always)]
-fn max(simd: V4, a: Lanes<f64>, b: Lanes<f64>) -> Lanes<f64> {
-    let (a, b): (f64x8, f64x8) = (pulp::cast(a), pulp::cast(b));
-    pulp::cast(simd.select_f64x8(simd.cmp_gt_f64x8(a, b), a, b))
-}
-
-/// [`super::lanes::project`], the same operations in the same order: the three cases
-/// computed on every lane and selected by masks.
-#[inline(always)]
-fn project(simd: V4, x: &mut [Lanes<f64>; 3], cone: &Cones<f64>) {
-    let [n, t1, t2]: [f64x8; 3] = pulp::cast(*x);
-    let (a, inv): (f64x8, f64x8) = (pulp::cast(cone.mu), pulp::cast(cone.inv));
-    let (zero, one) = (simd.splat_f64x8(0.0), simd.splat_f64x8(1.0));
-    let s = simd.sqrt_f64x8(simd.add_f64x8(simd.mul_f64x8(t1, t1), simd.mul_f64x8(t2, t2)));
-    let inside = simd.cmp_lt_f64x8(a, zero)
-        | (simd.cmp_le_f64x8(s, simd.mul_f64x8(a, n)) & simd.cmp_ge_f64x8(n, zero));
-    let a_s = simd.mul_f64x8(a, s);
-    // `−n` as `0 − n`: the two differ only in the sign of a zero, which `≤` ignores.
-    let polar = simd.cmp_le_f64x8(a_s, simd.sub_f64x8(zero, n));
-    let n_new = simd.mul_f64x8(simd.add_f64x8(a_s, n), inv);
-    let s_or_one = simd.select_f64x8(simd.cmp_gt_f64x8(s, zero), s, one);
-    let scale = simd.div_f64x8(simd.mul_f64x8(a, n_new), s_or_one);
-    let n_out = simd.select_f64x8(inside, n, simd.select_f64x8(polar, zero, n_new));
-    let t_scale = simd.select_f64x8(inside, one, simd.select_f64x8(polar, zero, scale));
-    *x = pulp::cast([
-        n_out,
-        simd.mul_f64x8(t1, t_scale),
-        simd.mul_f64x8(t2, t_scale),
-    ]);
-}
-
 /// The AVX2 moves of the `V3` inside a `V4`.
 #[inline(always)]
 fn v3(simd: V4) -> V3 {
@@ -102,19 +62,45 @@ impl Moves for V4 {
         v3(self).prefetch_in(values, i)
     }
 
+    /// [`super::lanes::flush`]: zero where `|a|` is below [`Real::ROOT_MIN`].
+    /// [`super::lanes::flush`]: zero where `|a|` is below [`Real::ROOT_MIN`].
     #[inline(always)]
     fn flush_f64(self, a: Lanes<f64>) -> Lanes<f64> {
-        flush(self, a)
+        let a: f64x8 = pulp::cast(a);
+        let tiny = self.cmp_lt_f64x8(self.abs_f64x8(a), self.splat_f64x8(f64::ROOT_MIN));
+        pulp::cast(self.select_f64x8(tiny, self.splat_f64x8(0.0), a))
     }
 
+    /// [`super::lanes::max`]: `a` where `a > b`, else `b`.
     #[inline(always)]
     fn max_f64(self, a: Lanes<f64>, b: Lanes<f64>) -> Lanes<f64> {
-        max(self, a, b)
+        let (a, b): (f64x8, f64x8) = (pulp::cast(a), pulp::cast(b));
+        pulp::cast(self.select_f64x8(self.cmp_gt_f64x8(a, b), a, b))
     }
 
+    /// [`super::lanes::project`], the same operations in the same order: the three cases
+    /// computed on every lane and selected by masks.
     #[inline(always)]
     fn project_f64(self, x: &mut [Lanes<f64>; 3], cone: &Cones<f64>) {
-        project(self, x, cone)
+        let [n, t1, t2]: [f64x8; 3] = pulp::cast(*x);
+        let (a, inv): (f64x8, f64x8) = (pulp::cast(cone.mu), pulp::cast(cone.inv));
+        let (zero, one) = (self.splat_f64x8(0.0), self.splat_f64x8(1.0));
+        let s = self.sqrt_f64x8(self.add_f64x8(self.mul_f64x8(t1, t1), self.mul_f64x8(t2, t2)));
+        let inside = self.cmp_lt_f64x8(a, zero)
+            | (self.cmp_le_f64x8(s, self.mul_f64x8(a, n)) & self.cmp_ge_f64x8(n, zero));
+        let a_s = self.mul_f64x8(a, s);
+        // `−n` as `0 − n`: the two differ only in the sign of a zero, which `≤` ignores.
+        let polar = self.cmp_le_f64x8(a_s, self.sub_f64x8(zero, n));
+        let n_new = self.mul_f64x8(self.add_f64x8(a_s, n), inv);
+        let s_or_one = self.select_f64x8(self.cmp_gt_f64x8(s, zero), s, one);
+        let scale = self.div_f64x8(self.mul_f64x8(a, n_new), s_or_one);
+        let n_out = self.select_f64x8(inside, n, self.select_f64x8(polar, zero, n_new));
+        let t_scale = self.select_f64x8(inside, one, self.select_f64x8(polar, zero, scale));
+        *x = pulp::cast([
+            n_out,
+            self.mul_f64x8(t1, t_scale),
+            self.mul_f64x8(t2, t_scale),
+        ]);
     }
 }
 
