@@ -48,7 +48,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::lanes::{self, Cones, L, Lanes};
-use super::moves::{Isa, Lane, Moves, Record, Task, W};
+use super::moves::{FIRST, Isa, Lane, Moves, Record, Task, W};
 use super::progress::{Progress, initial_iterate, norm_inf};
 use super::rows::{Compact, Full, Rows, Velocities};
 use super::traffic::{Term, Traffic};
@@ -239,10 +239,12 @@ enum Scratch<'a, T: Lane> {
 /// [`PARTS`] parts, fixed by the problem, not the threads), one rayon task each. A body
 /// that the blocks of one part alone touch has one accumulator cell, which those blocks
 /// add into in order; a body that several parts touch has a cell in each. A part's cells
-/// are one contiguous range of the accumulator, which its task zeroes and fills (plain
-/// memory, in the caches while the part runs: the blocks of a body are near one another in
-/// a packing's order); the body pass then sums each body's cells in part order and scales
-/// by `M⁻¹`.
+/// are one contiguous range of the accumulator, which its task zeroes (in `f32`) and fills
+/// (plain memory, in the caches while the part runs: the blocks of a body are near one
+/// another in a packing's order); the body pass then sums each body's cells in part order
+/// and scales by `M⁻¹`. The first add into each cell in the pass's order is marked on its
+/// target ([`FIRST`]): in `f64` it replaces the cell's record instead of the zeroing
+/// ([`Lane::REPLACES`]).
 ///
 /// The kernel numbers the bodies as the groups first reach them (so the bodies of a part
 /// that no earlier part touches are one range of numbers, and the gathers of nearby blocks
@@ -340,6 +342,14 @@ impl Spread {
                             *target = cells;
                         }
                     }
+                }
+            }
+            // The first add into each cell in the pass's order (groups, then sides, then
+            // lanes: [`Moves::add_f32`]).
+            let mut reached = vec![false; cells as usize + 1];
+            for target in part_targets.iter_mut().flatten().flatten() {
+                if !std::mem::replace(&mut reached[*target as usize], true) {
+                    *target |= FIRST;
                 }
             }
             // The extras' cells in the whole accumulator.
@@ -669,7 +679,8 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     }
 
     /// The products `J_{k,s}ᵀ γ_k` of the groups `gs` (from group `first`, one part) added
-    /// into the part's cells, which it zeroes first.
+    /// into the part's cells (zeroed first, unless the first add into a cell replaces its
+    /// record: [`Lane::REPLACES`]).
     #[inline(always)]
     fn spread_part<M: Moves>(
         &self,
@@ -678,7 +689,9 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         gs: &[Impulses<T>],
         cells: &mut [Record<T>],
     ) {
-        zero(cells);
+        if !T::REPLACES {
+            zero(cells);
+        }
         for (i, g) in gs.iter().enumerate() {
             self.spread_group(moves, first + i, g, cells);
         }
@@ -908,9 +921,10 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     }
 
     /// The Jacobi step of the groups `gs` (from group `first`, one part) into `out`, their
-    /// products spread into the part's `cells` ([`Kernel::spread_group`], zeroed first);
-    /// returns the residual sums at `gs`, added in `f64` every [`CHUNK`] groups, when
-    /// `MEASURE` (else zero sums; a constant, so that each case compiles to its own loop).
+    /// products spread into the part's `cells` ([`Kernel::spread_group`]; zeroed first
+    /// unless [`Lane::REPLACES`]); returns the residual sums at `gs`, added in `f64` every
+    /// [`CHUNK`] groups, when `MEASURE` (else zero sums; a constant, so that each case
+    /// compiles to its own loop).
     #[inline(always)]
     fn jacobi_part<M: Moves, const MEASURE: bool>(
         &self,
@@ -926,7 +940,9 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             omega,
             ..
         } = task;
-        zero(cells);
+        if !T::REPLACES {
+            zero(cells);
+        }
         let mut total = Sums::default();
         let mut sums = LaneSums::ZERO;
         for (i, (o, g)) in out.iter_mut().zip(gs).enumerate() {
@@ -1483,8 +1499,9 @@ fn spread_cells(f: &FactoredOperator, colours: &[&[usize]]) -> (usize, usize) {
 /// written; per accumulator cell its record read; per extra cell its entry in the list,
 /// [`Spread`]), then per block its record (with its 2 cell targets), the gathers of `w` (the 6
 /// values of a body's 8 in 16-byte pieces, [`super::moves`]: 8 values in `f32`, 6 in `f64`) and the
-/// new `γ_k` written, per link (block and body) its product added into a cell (its 6 values read
-/// and written; 8 in `f32`, the record's padding with them), per cell its 8 values zeroed. The
+/// new `γ_k` written, per link (block and body) its product added into a cell (its record read
+/// and written, the padding with it), per cell its 8 values zeroed (in `f32`:
+/// [`Lane::REPLACES`]). The
 /// minimum of the encoding, for comparison: the record, `γ_k` read and written, and per body `M⁻¹`
 /// and `w` written once and read once (`8 + (VALUES + 11) t` per block plus `18 t` per body: 312 B
 /// in `f64` and 160 B in `f32` on the compact rows of a cubic packing, 3 contacts per body); the
@@ -1502,9 +1519,9 @@ pub(crate) fn traffic(
 ) -> Option<Traffic> {
     let f = sys.factored()?;
     let every = settings.check_every.max(1) as u64;
-    let t = match settings.precision {
-        Precision::F32 => 4,
-        Precision::F64 => 8,
+    let (t, replaces) = match settings.precision {
+        Precision::F32 => (4, <f32 as Lane>::REPLACES),
+        Precision::F64 => (8, <f64 as Lane>::REPLACES),
     };
     let blocks: u64 = colours
         .iter()
@@ -1534,7 +1551,9 @@ pub(crate) fn traffic(
                 },
                 Term {
                     what: "Jw, residual, projection, Jᵀγ",
-                    bytes: blocks * (record + 3 * t) + links * 2 * pieces + cells * W as u64 * t,
+                    bytes: blocks * (record + 3 * t)
+                        + links * 2 * W as u64 * t
+                        + if replaces { 0 } else { cells * W as u64 * t },
                 },
             ]
         }
@@ -1616,11 +1635,18 @@ mod tests {
         // Spread one unit per link: each body's cells then sum to its number of links.
         let mut acc = vec![0u32; spread.cells()];
         let mut links = vec![0u32; n_bodies];
+        let mut reached = vec![false; spread.cells()];
         for (g, (grp_bodies, grp_targets)) in bodies.iter().zip(&targets).enumerate() {
             let p = g / spread.part;
             for s in 0..2 {
                 for l in 0..L {
                     let (b, t) = (grp_bodies[s][l], grp_targets[s][l]);
+                    // The first link of each cell in the pass's order, and only that,
+                    // replaces its record.
+                    let first =
+                        !std::mem::replace(&mut reached[starts[p] + (t & !FIRST) as usize], true);
+                    assert_eq!(t & FIRST != 0, first, "group {g}, side {s}, lane {l}");
+                    let t = t & !FIRST;
                     if b == ground {
                         assert_eq!(t as usize, spread.sizes[p] - 1, "the part's sink");
                         continue;

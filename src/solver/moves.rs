@@ -8,8 +8,10 @@
 //! records, through `pulp`'s safe intrinsics ([`Moves`] for [`V3`]): per group and side,
 //! 8 loads and 8 inserts of 128 bits and 12 shuffles (`f32`) or 12 inserts and 12 shuffles
 //! (`f64`) gather `w`; 16 shuffles, 8 joins of halves and 8 adds of a whole 256-bit
-//! record (`f32`), or 24 shuffles and 8 adds of 256 bits and 8 of 128 (`f64`) add the
-//! products; the same under AVX-512 (`f64` only, [`Lane::WIDE`]; [`super::avx512`]).
+//! record (`f32`), or 24 shuffles and 16 adds of 256 bits, each after a mask that drops
+//! the record's old bits on a pass's first add into it (8 broadcasts of the target, 8
+//! shifts, 16 `andnot`: [`FIRST`]) (`f64`) add the products; the same under AVX-512
+//! (`f64` only, [`Lane::WIDE`]; [`super::avx512`]).
 //! Elsewhere the plain loops run ([`Portable`]).
 //!
 //! The lane operations with a branch per lane (the cone projection, the flush of tiny
@@ -64,15 +66,22 @@ pub(crate) struct Align32;
 #[repr(align(64))]
 pub(crate) struct Align64;
 
+/// The bit of an add's target that marks the first add into its cell in a pass. Where
+/// [`Lane::REPLACES`], that add replaces the cell's record (padding included, zero) and no
+/// pass zeroes the cells first; the result is the same bits as an add into a zeroed record.
+pub(crate) const FIRST: u32 = 1 << 31;
+
 /// The gathers and adds of one instruction set, for each precision.
 pub(crate) trait Moves: Copy {
     /// Components 0–5 of the records `rows`, lane `l` from `rows[l]`.
     fn gather_f32(self, rows: [&[f32; W]; L]) -> [Lanes<f32>; 6];
     /// As [`Moves::gather_f32`].
     fn gather_f64(self, rows: [&[f64; W]; L]) -> [Lanes<f64>; 6];
-    /// Adds `v` (side `s`, component, lane `l`) into the record `cells[targets[s][l]]`:
-    /// side 0's lanes in lane order, then side 1's, whatever the instruction set (so the
-    /// sums are the same bits everywhere; lanes and sides may share a record).
+    /// Adds `v` (side `s`, component, lane `l`) into the record `cells[targets[s][l]]`
+    /// (replaces it where the target is marked [`FIRST`] and [`Lane::REPLACES`]; the mark
+    /// is not part of the cell's number): side 0's lanes in lane order,
+    /// then side 1's, whatever the instruction set (so the sums are the same bits
+    /// everywhere; lanes and sides may share a record).
     fn add_f32(self, v: &Velocities<f32>, targets: &[[u32; L]; 2], cells: &mut [Record<f32>]);
     /// As [`Moves::add_f32`].
     fn add_f64(self, v: &Velocities<f64>, targets: &[[u32; L]; 2], cells: &mut [Record<f64>]);
@@ -121,6 +130,9 @@ pub(crate) trait Lane: Real {
     /// Whether the kernel runs under AVX-512 in this precision where the CPU has it
     /// ([`Isa::detect`]).
     const WIDE: bool;
+    /// Whether the first add into an accumulator cell in a pass replaces its record
+    /// ([`FIRST`]), rather than the pass zeroing its cells before it adds.
+    const REPLACES: bool;
     /// The gather of [`Moves::gather_f32`] in this precision.
     fn gather<M: Moves>(moves: M, rows: [&[Self; W]; L]) -> [Lanes<Self>; 6];
     /// The add of [`Moves::add_f32`] in this precision.
@@ -143,6 +155,9 @@ impl Lane for f32 {
     /// No: 8 `f32` lanes fill one AVX2 register already, and the passes measured slower
     /// under AVX-512 (`benches/RESULTS.md`).
     const WIDE: bool = false;
+    /// No: a part's cells (32 bytes a body) fit in L2, where zeroing them first brings
+    /// them; the first adds would miss instead (5 % slower at 1e6, `benches/RESULTS.md`).
+    const REPLACES: bool = false;
 
     #[inline(always)]
     fn gather<M: Moves>(moves: M, rows: [&[f32; W]; L]) -> [Lanes<f32>; 6] {
@@ -179,6 +194,8 @@ impl Lane for f64 {
     type Align = Align64;
     /// Yes: a lane vector is one 512-bit register instead of two AVX2 ones.
     const WIDE: bool = true;
+    /// Yes: the zeroing cost more than it brought (4 % faster without, at 1e6).
+    const REPLACES: bool = true;
 
     #[inline(always)]
     fn gather<M: Moves>(moves: M, rows: [&[f64; W]; L]) -> [Lanes<f64>; 6] {
@@ -232,7 +249,10 @@ fn gather_plain<T: Real>(rows: [&[T; W]; L]) -> [Lanes<T>; 6] {
 fn add_plain<T: Lane>(v: &Velocities<T>, targets: &[[u32; L]; 2], cells: &mut [Record<T>]) {
     for (side, targets) in v.iter().zip(targets) {
         for l in 0..L {
-            let cell = &mut cells[targets[l] as usize].v;
+            let cell = &mut cells[(targets[l] & !FIRST) as usize].v;
+            if T::REPLACES && targets[l] & FIRST != 0 {
+                *cell = [T::ZERO; W];
+            }
             for c in 0..6 {
                 cell[c] += side[c][l];
             }
@@ -342,7 +362,7 @@ impl Moves for V3 {
                     } else {
                         avx._mm256_permute2f128_ps::<0x31>(x[0][i], x[1][i])
                     };
-                    let cell = &mut cells[targets[4 * half + i] as usize].v;
+                    let cell = &mut cells[(targets[4 * half + i] & !FIRST) as usize].v;
                     *cell = pulp::cast(avx._mm256_add_ps(pulp::cast(*cell), record));
                 }
             }
@@ -351,7 +371,7 @@ impl Moves for V3 {
 
     #[inline(always)]
     fn add_f64(self, v: &Velocities<f64>, targets: &[[u32; L]; 2], cells: &mut [Record<f64>]) {
-        let (avx, sse2) = (self.avx, self.sse2);
+        let avx = self.avx;
         let v = &fence(*v);
         for (side, targets) in v.iter().zip(targets) {
             let c: [[__m256d; 2]; 6] = std::array::from_fn(|c| pulp::cast(side[c]));
@@ -379,12 +399,16 @@ impl Moves for V3 {
                     avx._mm256_extractf128_pd::<1>(hi),
                 ];
                 for j in 0..4 {
-                    let cell = &mut cells[targets[4 * quad + j] as usize].v;
+                    let target = &targets[4 * quad + j];
+                    let cell = &mut cells[(target & !FIRST) as usize].v;
+                    let drop = pulp::cast(first_mask(self, target));
                     let [first, second]: &mut [[f64; 4]; 2] = bytemuck::cast_mut(cell);
-                    *first = pulp::cast(avx._mm256_add_pd(pulp::cast(*first), low[j]));
-                    let pair: &mut [f64; 2] =
-                        (&mut second[..2]).try_into().expect("components 4 and 5");
-                    *pair = pulp::cast(sse2._mm_add_pd(pulp::cast(*pair), high[j]));
+                    let old = avx._mm256_andnot_pd(drop, pulp::cast(*first));
+                    *first = pulp::cast(avx._mm256_add_pd(old, low[j]));
+                    // Components 4 and 5, and the padding (zero, plus zero).
+                    let old = avx._mm256_andnot_pd(drop, pulp::cast(*second));
+                    let high = avx._mm256_insertf128_pd::<0>(avx._mm256_setzero_pd(), high[j]);
+                    *second = pulp::cast(avx._mm256_add_pd(old, high));
                 }
             }
         }
@@ -429,6 +453,15 @@ fn lines<R>(simd: V3, first: *const i8) {
 #[inline(always)]
 fn fence<V>(v: V) -> V {
     std::hint::black_box(v)
+}
+
+/// All ones where `target` is marked [`FIRST`], else zero, in every bit of a register: a
+/// broadcast load and a shift (no shuffle: the transposes keep that port busy).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn first_mask(simd: V3, target: &u32) -> __m256 {
+    let t = simd.avx._mm256_broadcast_ss(bytemuck::cast_ref(target));
+    pulp::cast(simd.avx2._mm256_srai_epi32::<31>(pulp::cast(t)))
 }
 
 /// Components `4h..4h + 4` of an `f32` record.
@@ -563,6 +596,24 @@ mod tests {
         let (mut got32, mut want32) = (start().map(narrow), start().map(narrow));
         moves.add_f32(&v32, &targets, &mut got32);
         add_plain(&v32, &targets, &mut want32);
+        assert_eq!(got32.map(|r| r.v), want32.map(|r| r.v));
+        // The first add into each record marked: in `f64` it replaces the record (NaN
+        // here, padding included) as an add into a zeroed one would; in `f32` the mark
+        // changes nothing.
+        let mut marked = targets;
+        let mut reached = [false; 8];
+        for t in marked.iter_mut().flatten() {
+            if !std::mem::replace(&mut reached[*t as usize], true) {
+                *t |= FIRST;
+            }
+        }
+        let mut got64 = [Record::new([f64::NAN; W]); 8];
+        moves.add_f64(&v64, &marked, &mut got64);
+        let mut want64 = [Record::new([0.0; W]); 8];
+        add_plain(&v64, &targets, &mut want64);
+        assert_eq!(got64.map(|r| r.v), want64.map(|r| r.v));
+        let mut got32 = start().map(narrow);
+        moves.add_f32(&v32, &marked, &mut got32);
         assert_eq!(got32.map(|r| r.v), want32.map(|r| r.v));
     }
 
