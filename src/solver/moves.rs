@@ -79,9 +79,9 @@ pub(crate) trait Moves: Copy {
     fn gather_f64(self, rows: [&[f64; W]; L]) -> [Lanes<f64>; 6];
     /// Adds `v` (side `s`, component, lane `l`) into the record `cells[targets[s][l]]`
     /// (replaces it where the target is marked [`FIRST`] and [`Lane::REPLACES`]; the mark
-    /// is not part of the cell's number): side 0's lanes in lane order,
-    /// then side 1's, whatever the instruction set (so the sums are the same bits
-    /// everywhere; lanes and sides may share a record).
+    /// is not part of the cell's number): side 0's lanes in lane order, then side 1's,
+    /// whatever the instruction set (so the sums are the same bits everywhere; lanes and
+    /// sides may share a record).
     fn add_f32(self, v: &Velocities<f32>, targets: &[[u32; L]; 2], cells: &mut [Record<f32>]);
     /// As [`Moves::add_f32`].
     fn add_f64(self, v: &Velocities<f64>, targets: &[[u32; L]; 2], cells: &mut [Record<f64>]);
@@ -288,6 +288,11 @@ impl Moves for Portable {
     #[inline(always)]
     fn prefetch_in<R>(self, _: &[R], _: usize) {}
 }
+
+// `V3`'s `add_f64` replaces a record on its first add and `add_f32` ignores the mark (as
+// `V4`'s, which are `V3`'s): the precisions' `Lane::REPLACES` must say so.
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(<f64 as Lane>::REPLACES && !<f32 as Lane>::REPLACES);
 
 /// The AVX2 transposes. `f32`: lanes 0–3 and 4–7 are the two 128-bit halves of a
 /// register, so a register `[a | b]` of 4 values of lane `i` and 4 of lane `i + 4`, and
