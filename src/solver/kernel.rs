@@ -22,6 +22,9 @@
 //!   one colour update them in parallel (no two share a body), with a plain copy of their
 //!   values at the sweep's start.
 //!
+//! A pass writes the next iterate by stores that bypass the caches ([`Streamed`]): it does
+//! not read those lines back, and a plain store would first read each from DRAM.
+//!
 //! `M⁻¹ Jᵀ` is not stored, nor are the products. Jacobi's pass over the groups computes,
 //! with the rows already in registers, the new `γ_k` and its products `J_{k,s}ᵀ γ_k` (one
 //! 6-vector per side, transposed from the lanes in registers) and adds them into the
@@ -51,6 +54,7 @@ use super::lanes::{self, Cones, L, Lanes};
 use super::moves::{FIRST, Isa, Lane, Moves, Record, Task, W};
 use super::progress::{Progress, initial_iterate, norm_inf};
 use super::rows::{Compact, Full, Rows, Velocities};
+use super::stream::Streamed;
 use super::traffic::{Term, Traffic};
 use super::{Criterion, Precision, Report, Session, Settings, Status, block_steps};
 use crate::error::Result;
@@ -945,7 +949,8 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         }
         let mut total = Sums::default();
         let mut sums = LaneSums::ZERO;
-        for (i, (o, g)) in out.iter_mut().zip(gs).enumerate() {
+        let mut out = Streamed::new(out);
+        for (i, g) in gs.iter().enumerate() {
             let gi = first + i;
             self.prefetch(moves, gi, w);
             let grp = &self.groups[gi];
@@ -956,8 +961,9 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 self.velocity(moves, gi, g, w).1
             };
             let s = lanes::mul([omega; L], grp.eta);
-            *o = Self::step(moves, &cone, g, &u_hat, &s);
-            self.spread_group(moves, gi, o, cells);
+            let next = Self::step(moves, &cone, g, &u_hat, &s);
+            out.put(i, &next);
+            self.spread_group(moves, gi, &next, cells);
             if (i + 1) % CHUNK == 0 {
                 total = total.merge(sums.total());
                 sums = LaneSums::ZERO;
@@ -990,7 +996,8 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         } = task;
         let ground = self.bodies() as u32;
         let mut sums = LaneSums::ZERO;
-        for (i, (g, o)) in gs.iter().zip(out).enumerate() {
+        let mut out = Streamed::new(out);
+        for (i, g) in gs.iter().enumerate() {
             let gi = first + i;
             if MEASURE {
                 self.prefetch(moves, gi, plain);
@@ -1025,11 +1032,12 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 (wb, self.velocity_at(moves, gi, g, &wb).1)
             };
             let s = lanes::mul([omega; L], grp.eta);
-            *o = Self::step(moves, &cone, g, &u_hat, &s);
+            let next = Self::step(moves, &cone, g, &u_hat, &s);
+            out.put(i, &next);
             let delta = [
-                lanes::sub(o[0], g[0]),
-                lanes::sub(o[1], g[1]),
-                lanes::sub(o[2], g[2]),
+                lanes::sub(next[0], g[0]),
+                lanes::sub(next[1], g[1]),
+                lanes::sub(next[2], g[2]),
             ];
             // The new velocities from the gathered ones: no other block of the colour
             // touches these bodies, so the cells still hold `wb` (no second atomic load).

@@ -1,0 +1,117 @@
+//! Stores that bypass the caches, for the iterate a pass of the CPU kernel writes and does
+//! not read back in that pass (issue 16).
+//!
+//! A plain store to a line that is not in the caches first reads that line (a read for
+//! ownership): for the next iterate of a pass, 24 bytes a contact in `f64` that DRAM sends
+//! only to have them overwritten, each line holding one of the core's line fill buffers for
+//! a memory latency, the resource the passes wait on (`benches/RESULTS.md`, thirty-second
+//! and thirty-third sessions). x86's non-temporal stores (`movntdq`) write whole lines
+//! through the write-combining buffers without reading them; the copy that the throughput
+//! benchmark holds the kernels against writes the same way (glibc's `memcpy` past a size).
+//! They are weakly ordered: the thread that made them must fence (`sfence`) before any other
+//! access to what they wrote. [`Streamed`] fences when it is dropped, which is before its
+//! borrow of the slice ends (on unwinding too).
+//!
+//! `unsafe` here is the crate's second use of it (the lint is `deny`): no safe interface
+//! (`core::arch`, `pulp`) has a non-temporal store.
+
+use super::lanes::Lanes;
+use super::moves::Lane;
+
+/// Arrays of lane vectors (the kernel's iterates, `[Lanes<T>; 3]` a group) written into a
+/// slice by non-temporal stores where the target has them (x86_64, with the slice aligned
+/// to 16 bytes and its elements a multiple of 16 bytes: always so for the kernel's `Vec`s,
+/// whose allocations are 16-aligned), by plain stores otherwise; fenced when dropped. The
+/// kernel never leaks one (`mem::forget` would leave its stores unfenced).
+pub(crate) struct Streamed<'a, T: Lane, const N: usize> {
+    out: &'a mut [[Lanes<T>; N]],
+    /// Whether the stores bypass the caches.
+    streams: bool,
+}
+
+impl<'a, T: Lane, const N: usize> Streamed<'a, T, N> {
+    /// Writes into `out`.
+    pub(crate) fn new(out: &'a mut [[Lanes<T>; N]]) -> Self {
+        let streams = cfg!(target_arch = "x86_64")
+            && (out.as_ptr() as usize).is_multiple_of(16)
+            && size_of::<[Lanes<T>; N]>().is_multiple_of(16);
+        Streamed { out, streams }
+    }
+
+    /// `out[i] = x`.
+    #[inline(always)]
+    pub(crate) fn put(&mut self, i: usize, x: &[Lanes<T>; N]) {
+        let at = &mut self.out[i];
+        #[cfg(target_arch = "x86_64")]
+        if self.streams {
+            use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+            let to = (at as *mut [Lanes<T>; N]).cast::<__m128i>();
+            let from = (x as *const [Lanes<T>; N]).cast::<__m128i>();
+            // SAFETY: `to` points to `out[i]`, borrowed mutably here, 16-byte aligned (the
+            // slice's start is and its elements are multiples of 16 bytes: `new`), `from`
+            // to `x`, borrowed; both span `size_of` bytes of `f32` or `f64` values (no
+            // padding: every byte initialised), read and written in 16-byte pieces. SSE2 is
+            // part of x86_64. The stores are fenced before the borrow of `out` ends (`Drop`).
+            #[allow(unsafe_code)]
+            unsafe {
+                for k in 0..size_of::<[Lanes<T>; N]>() / 16 {
+                    _mm_stream_si128(to.add(k), _mm_loadu_si128(from.add(k)));
+                }
+            }
+            return;
+        }
+        *at = *x;
+    }
+}
+
+impl<T: Lane, const N: usize> Drop for Streamed<'_, T, N> {
+    /// Orders the non-temporal stores before every later access (`sfence`).
+    fn drop(&mut self) {
+        #[cfg(target_arch = "x86_64")]
+        if self.streams {
+            // SAFETY: `sfence` needs SSE, part of x86_64; it has no operands.
+            #[allow(unsafe_code)]
+            unsafe {
+                std::arch::x86_64::_mm_sfence()
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solver::lanes::L;
+
+    #[test]
+    fn streamed_iterates_are_the_stored_ones() {
+        fn check<T: Lane>() {
+            let values: Vec<[Lanes<T>; 3]> = (0..50)
+                .map(|g| {
+                    std::array::from_fn(|i| {
+                        std::array::from_fn(|l| T::from_f64((g * 24 + i * 8 + l) as f64 - 0.5))
+                    })
+                })
+                .collect();
+            // On the heap, as the kernel's: aligned to 16 bytes.
+            let mut out: Vec<[Lanes<T>; 3]> =
+                (0..50).map(|_| [[T::from_f64(f64::NAN); L]; 3]).collect();
+            // A part of the slice, as the passes write theirs, in the passes' order.
+            {
+                let mut s = Streamed::new(&mut out[10..]);
+                assert_eq!(s.streams, cfg!(target_arch = "x86_64"));
+                for (i, v) in values[10..].iter().enumerate() {
+                    s.put(i, v);
+                }
+            }
+            for (g, (o, v)) in out.iter().zip(&values).enumerate() {
+                for (a, b) in o.iter().flatten().zip(v.iter().flatten()) {
+                    let a = a.to_f64();
+                    assert!(if g < 10 { a.is_nan() } else { a == b.to_f64() });
+                }
+            }
+        }
+        check::<f32>();
+        check::<f64>();
+    }
+}
