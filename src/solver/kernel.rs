@@ -22,8 +22,8 @@
 //!   one colour update them in parallel (no two share a body), with a plain copy of their
 //!   values at the sweep's start.
 //!
-//! A pass writes the next iterate by stores that bypass the caches ([`Streamed`]): it does
-//! not read those lines back, and a plain store would first read each from DRAM.
+//! A pass writes the next iterate in `f64` by stores that bypass the caches ([`Streamed`]):
+//! it does not read those lines back, and a plain store would first read each from DRAM.
 //!
 //! `M⁻¹ Jᵀ` is not stored, nor are the products. Jacobi's pass over the groups computes,
 //! with the rows already in registers, the new `γ_k` and its products `J_{k,s}ᵀ γ_k` (one

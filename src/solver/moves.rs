@@ -133,6 +133,9 @@ pub(crate) trait Lane: Real {
     /// Whether the first add into an accumulator cell in a pass replaces its record
     /// ([`FIRST`]), rather than the pass zeroing its cells before it adds.
     const REPLACES: bool;
+    /// Whether the passes write the next iterate by non-temporal stores
+    /// ([`super::stream::Streamed`]).
+    const STREAMS: bool;
     /// The gather of [`Moves::gather_f32`] in this precision.
     fn gather<M: Moves>(moves: M, rows: [&[Self; W]; L]) -> [Lanes<Self>; 6];
     /// The add of [`Moves::add_f32`] in this precision.
@@ -158,6 +161,9 @@ impl Lane for f32 {
     /// No: a part's cells (32 bytes a body) fit in L2, where zeroing them first brings
     /// them; the first adds would miss instead (5 % slower at 1e6, `benches/RESULTS.md`).
     const REPLACES: bool = false;
+    /// No: a group's iterate is 1.5 lines and the `f32` pass is not bound by its fill
+    /// buffers; `pgs-colored` measured 3 % slower (median of 14 pairs), `jacobi` alike.
+    const STREAMS: bool = false;
 
     #[inline(always)]
     fn gather<M: Moves>(moves: M, rows: [&[f32; W]; L]) -> [Lanes<f32>; 6] {
@@ -196,6 +202,8 @@ impl Lane for f64 {
     const WIDE: bool = true;
     /// Yes: the zeroing cost more than it brought (4 % faster without, at 1e6).
     const REPLACES: bool = true;
+    /// Yes: +12 % for `jacobi` (median of 18 pairs at 1e6), +14 % for `pgs-colored`.
+    const STREAMS: bool = true;
 
     #[inline(always)]
     fn gather<M: Moves>(moves: M, rows: [&[f64; W]; L]) -> [Lanes<f64>; 6] {

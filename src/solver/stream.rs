@@ -19,10 +19,11 @@ use super::lanes::Lanes;
 use super::moves::Lane;
 
 /// Arrays of lane vectors (the kernel's iterates, `[Lanes<T>; 3]` a group) written into a
-/// slice by non-temporal stores where the target has them (x86_64, with the slice aligned
-/// to 16 bytes and its elements a multiple of 16 bytes: always so for the kernel's `Vec`s,
-/// whose allocations are 16-aligned), by plain stores otherwise; fenced when dropped. The
-/// kernel never leaks one (`mem::forget` would leave its stores unfenced).
+/// slice by non-temporal stores where the precision asks for them ([`Lane::STREAMS`]) and
+/// the target has them (x86_64, with the slice aligned to 16 bytes and its elements a
+/// multiple of 16 bytes: always so for the kernel's `Vec`s, whose allocations are
+/// 16-aligned), by plain stores otherwise; fenced when dropped. The kernel never leaks one
+/// (`mem::forget` would leave its stores unfenced).
 pub(crate) struct Streamed<'a, T: Lane, const N: usize> {
     out: &'a mut [[Lanes<T>; N]],
     /// Whether the stores bypass the caches.
@@ -32,7 +33,8 @@ pub(crate) struct Streamed<'a, T: Lane, const N: usize> {
 impl<'a, T: Lane, const N: usize> Streamed<'a, T, N> {
     /// Writes into `out`.
     pub(crate) fn new(out: &'a mut [[Lanes<T>; N]]) -> Self {
-        let streams = cfg!(target_arch = "x86_64")
+        let streams = T::STREAMS
+            && cfg!(target_arch = "x86_64")
             && (out.as_ptr() as usize).is_multiple_of(16)
             && size_of::<[Lanes<T>; N]>().is_multiple_of(16);
         Streamed { out, streams }
@@ -99,7 +101,7 @@ mod tests {
             // A part of the slice, as the passes write theirs, in the passes' order.
             {
                 let mut s = Streamed::new(&mut out[10..]);
-                assert_eq!(s.streams, cfg!(target_arch = "x86_64"));
+                assert_eq!(s.streams, T::STREAMS && cfg!(target_arch = "x86_64"));
                 for (i, v) in values[10..].iter().enumerate() {
                     s.put(i, v);
                 }
