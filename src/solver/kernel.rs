@@ -50,7 +50,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::lanes::{self, Cones, L, Lanes};
+use super::lanes::{self, Cones, Impulses, L, Lanes};
 use super::moves::{FIRST, Isa, Lane, Moves, Record, Task, W};
 use super::progress::{Progress, initial_iterate, norm_inf};
 use super::rows::{Compact, Full, Rows, Velocities};
@@ -222,9 +222,6 @@ impl<T: Lane, J: Rows<T>> Clone for Group<T, J> {
 }
 
 impl<T: Lane, J: Rows<T>> Copy for Group<T, J> {}
-
-/// A group's iterate: `γ` rows × lanes.
-type Impulses<T> = [Lanes<T>; 3];
 
 /// Where the Jacobi pass writes: the next iterate and the accumulator cells of its
 /// products `J_{k,s}ᵀ γ_k` ([`Spread`]).

@@ -18,6 +18,9 @@ pub(crate) const L: usize = 8;
 /// One value per lane.
 pub(crate) type Lanes<T> = [T; L];
 
+/// A group's iterate: `γ` rows × lanes.
+pub(crate) type Impulses<T> = [Lanes<T>; 3];
+
 /// `a + b`, lane-wise.
 #[inline(always)]
 pub(crate) fn add<T: Real>(mut a: Lanes<T>, b: Lanes<T>) -> Lanes<T> {

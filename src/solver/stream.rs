@@ -15,48 +15,46 @@
 //! `unsafe` here is the crate's second use of it (the lint is `deny`): no safe interface
 //! (`core::arch`, `pulp`) has a non-temporal store.
 
-use super::lanes::Lanes;
+use super::lanes::Impulses;
 use super::moves::Lane;
 
-/// Arrays of lane vectors (the kernel's iterates, `[Lanes<T>; 3]` a group) written into a
-/// slice by non-temporal stores where the precision asks for them ([`Lane::STREAMS`]) and
-/// the target has them (x86_64, with the slice aligned to 16 bytes and its elements a
-/// multiple of 16 bytes: always so for the kernel's `Vec`s, whose allocations are
-/// 16-aligned), by plain stores otherwise; fenced when dropped. The kernel never leaks one
+/// The kernel's iterates (one [`Impulses`] a group) written into a slice by non-temporal stores where the precision asks for them ([`Lane::STREAMS`]) and
+/// the target has them (x86_64, with the slice aligned to 16 bytes: always so for the
+/// kernel's `Vec`s, whose allocations are 16-aligned; an element is 96 or 192 bytes), by
+/// plain stores otherwise; fenced when dropped. The kernel never leaks one
 /// (`mem::forget` would leave its stores unfenced).
-pub(crate) struct Streamed<'a, T: Lane, const N: usize> {
-    out: &'a mut [[Lanes<T>; N]],
+pub(crate) struct Streamed<'a, T: Lane> {
+    out: &'a mut [Impulses<T>],
     /// Whether the stores bypass the caches.
     streams: bool,
 }
 
-impl<'a, T: Lane, const N: usize> Streamed<'a, T, N> {
+impl<'a, T: Lane> Streamed<'a, T> {
     /// Writes into `out`.
-    pub(crate) fn new(out: &'a mut [[Lanes<T>; N]]) -> Self {
+    pub(crate) fn new(out: &'a mut [Impulses<T>]) -> Self {
         let streams = T::STREAMS
             && cfg!(target_arch = "x86_64")
-            && (out.as_ptr() as usize).is_multiple_of(16)
-            && size_of::<[Lanes<T>; N]>().is_multiple_of(16);
+            && (out.as_ptr() as usize).is_multiple_of(16);
         Streamed { out, streams }
     }
 
     /// `out[i] = x`.
     #[inline(always)]
-    pub(crate) fn put(&mut self, i: usize, x: &[Lanes<T>; N]) {
+    pub(crate) fn put(&mut self, i: usize, x: &Impulses<T>) {
         let at = &mut self.out[i];
         #[cfg(target_arch = "x86_64")]
         if self.streams {
             use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-            let to = (at as *mut [Lanes<T>; N]).cast::<__m128i>();
-            let from = (x as *const [Lanes<T>; N]).cast::<__m128i>();
+            let to = (at as *mut Impulses<T>).cast::<__m128i>();
+            let from = (x as *const Impulses<T>).cast::<__m128i>();
             // SAFETY: `to` points to `out[i]`, borrowed mutably here, 16-byte aligned (the
-            // slice's start is and its elements are multiples of 16 bytes: `new`), `from`
-            // to `x`, borrowed; both span `size_of` bytes of `f32` or `f64` values (no
-            // padding: every byte initialised), read and written in 16-byte pieces. SSE2 is
+            // slice's start is, `new`, and its elements are 24 values of 4 or 8 bytes),
+            // `from` to `x`, borrowed; both span `size_of` bytes of `f32` or `f64` values
+            // (no padding: every byte initialised), read and written in 16-byte pieces. SSE2 is
             // part of x86_64. The stores are fenced before the borrow of `out` ends (`Drop`).
             #[allow(unsafe_code)]
             unsafe {
-                for k in 0..size_of::<[Lanes<T>; N]>() / 16 {
+                for k in 0..size_of::<Impulses<T>>() / 16 {
                     _mm_stream_si128(to.add(k), _mm_loadu_si128(from.add(k)));
                 }
             }
@@ -66,7 +64,7 @@ impl<'a, T: Lane, const N: usize> Streamed<'a, T, N> {
     }
 }
 
-impl<T: Lane, const N: usize> Drop for Streamed<'_, T, N> {
+impl<T: Lane> Drop for Streamed<'_, T> {
     /// Orders the non-temporal stores before every later access (`sfence`).
     fn drop(&mut self) {
         #[cfg(target_arch = "x86_64")]
@@ -88,15 +86,15 @@ mod tests {
     #[test]
     fn streamed_iterates_are_the_stored_ones() {
         fn check<T: Lane>() {
-            let values: Vec<[Lanes<T>; 3]> = (0..50)
+            let values: Vec<Impulses<T>> = (0..50)
                 .map(|g| {
                     std::array::from_fn(|i| {
-                        std::array::from_fn(|l| T::from_f64((g * 24 + i * 8 + l) as f64 - 0.5))
+                        std::array::from_fn(|l| T::from_f64((g * 3 * L + i * L + l) as f64 - 0.5))
                     })
                 })
                 .collect();
             // On the heap, as the kernel's: aligned to 16 bytes.
-            let mut out: Vec<[Lanes<T>; 3]> =
+            let mut out: Vec<Impulses<T>> =
                 (0..50).map(|_| [[T::from_f64(f64::NAN); L]; 3]).collect();
             // A part of the slice, as the passes write theirs, in the passes' order.
             {
