@@ -214,6 +214,19 @@ fn the_kernel_iterates_as_the_operator_path() {
         ..Settings::default()
     };
     let packing = System::new(&granular_packing(300).unwrap()).unwrap();
+    // The same packing with bodies of unequal masses and inertias (the kernel scales each
+    // side of a row by its own body's `M^{-1/2}`).
+    let mut unequal = granular_packing(300).unwrap();
+    let Operator::Factored(f) = &mut unequal.operator else {
+        panic!("a packing is factored")
+    };
+    for (i, body) in f.bodies.iter_mut().enumerate() {
+        let k = 1.0 + (i % 7) as f64 * 0.75;
+        body.mass *= k;
+        body.inertia = body.inertia.map(|j| j * k * k);
+        body.inertia[i % 3] *= 1.5;
+    }
+    let unequal = System::new(&unequal).unwrap();
     for (file, sets, steps, encoding) in [
         (
             "balls_in_box.toml",
@@ -222,6 +235,7 @@ fn the_kernel_iterates_as_the_operator_path() {
             "compact",
         ),
         ("", vec![], 0, "compact"),
+        ("unequal", vec![], 0, "compact"),
         (
             "wrecking_ball.toml",
             vec![
@@ -240,6 +254,8 @@ fn the_kernel_iterates_as_the_operator_path() {
         let scene;
         let sys = if file.is_empty() {
             &packing
+        } else if file == "unequal" {
+            &unequal
         } else {
             scene = scene_problem(file, &sets, steps);
             &scene

@@ -3,22 +3,27 @@
 //! [`L`] consecutive blocks (structure of arrays within a group: one lane per block), each
 //! group one contiguous record, read in order by rayon tasks over contiguous chunks, in
 //! `f32` or `f64` ([`Lane`], `--precision`), and moved [`L`] at a time in SIMD lanes
-//! ([`super::lanes`]; the gathers of `w` and the stores of the products by in-register
+//! ([`super::lanes`]; the gathers of `w̃` and the stores of the products by in-register
 //! transposes, [`super::moves`], under the run-time dispatch of [`Isa`]).
 //!
+//! The rows are stored scaled by the bodies' masses, `J̃ = J M^{-1/2}` ([`super::rows`]),
+//! so that `J M⁻¹ Jᵀ = J̃ J̃ᵀ` and the body velocities the kernel keeps are `w̃ = M^{1/2} w =
+//! J̃ᵀ γ`: no loop reads `M⁻¹`.
+//!
 //! - Per group (blocks in sweep order: colour by colour for the coloured sweep, each colour
-//!   padded to whole groups with zero blocks on the ground): the Jacobian rows padded to
-//!   3 rows × 2 bodies, full (36 values per block) or, when every block is a sphere
-//!   contact, compact (frame and tangent rows' angular parts, 21 values, expanded in
-//!   registers: [`super::rows`]); the two body indices (a missing body is the "ground", a
-//!   body whose velocity stays zero), `r`, `η_k` and the cone's coefficient (`μ_k`; 0 for a
-//!   unilateral block; −1 for a bilateral one: no projection), and per side the
-//!   accumulator cell of its product ([`Spread`]). The compliance, when the problem has
-//!   some, is a stream of its own.
-//! - Per body (numbered as the groups first reach them, [`Spread`]): the diagonal of
-//!   `M⁻¹`; its accumulator cells (the first in step with the bodies, the others in a list
-//!   by body); the body velocities `w = M⁻¹ Jᵀ γ`, 6 values padded to 8 (one cache line in
-//!   `f64`), plain values for Jacobi, atomic cells for the coloured sweep, whose blocks of
+//!   padded to whole groups with zero blocks on the ground): the scaled Jacobian rows
+//!   padded to 3 rows × 2 bodies, full (36 values per block) or, when every block is a
+//!   sphere contact, compact (frame and scaled tangent rows' angular parts, 21 values,
+//!   expanded in registers with the bodies' linear scales: [`super::rows`]); the two body
+//!   indices (a missing body is the "ground", a body whose velocity stays zero), `r`,
+//!   `η_k` and the cone's coefficient (`μ_k`; 0 for a unilateral block; −1 for a bilateral
+//!   one: no projection), and per side the accumulator cell of its product ([`Spread`]).
+//!   The compliance, when the problem has some, is a stream of its own.
+//! - Per body (numbered by its first accumulator cell, [`Spread`]): with compact rows, its
+//!   linear scale `σ = √m⁻¹`; its velocities `w̃`, 6 values padded to 8 (one cache line in
+//!   `f64`): for Jacobi the accumulator cells themselves, at each body's first cell once
+//!   the fold has added its others (two sets of cells, those the pass reads and those it
+//!   fills, swapped after each pass); for the coloured sweep atomic cells, whose blocks of
 //!   one colour update them in parallel (no two share a body), with a plain copy of their
 //!   values at the sweep's start.
 //!
@@ -26,13 +31,14 @@
 //! it does not read those lines back, and a plain store would first read each from DRAM.
 //!
 //! `M⁻¹ Jᵀ` is not stored, nor are the products. Jacobi's pass over the groups computes,
-//! with the rows already in registers, the new `γ_k` and its products `J_{k,s}ᵀ γ_k` (one
+//! with the rows already in registers, the new `γ_k` and its products `J̃_{k,s}ᵀ γ_k` (one
 //! 6-vector per side, transposed from the lanes in registers) and adds them into the
 //! accumulator cells of its part ([`Spread`]: one cell per body and part, mostly in the
-//! caches); the body pass then sums each body's cells, in part order, and scales by its
-//! `M⁻¹`. So an iteration reads the Jacobian once; so
+//! caches); the fold then adds into each body's first cell its cells of later parts, in
+//! part order, and the next pass reads `w̃` there: no pass over the bodies. So an
+//! iteration reads the Jacobian once; so
 //! does a coloured sweep, whose blocks measure the residual of the iterate they start from
-//! with the plain copy of `w` before their step reads the cells. Every loop the dispatched
+//! with the plain copy of `w̃` before their step reads the cells. Every loop the dispatched
 //! functions run is an `#[inline(always)]` function or a plain loop: a closure there may
 //! be left out of line by LLVM and compiled for the baseline (SSE2), which halved the
 //! `f64` pass's speed before. The residual of an iterate is accumulated by the pass that
@@ -40,10 +46,13 @@
 //! across chunks
 //! (in the coloured sweep, chunk by chunk within a colour, colour by colour); the reported
 //! residual of the returned iterate is recomputed in `f64` on the system
-//! ([`merit::residual`]). The kernel's quantities (`γ`, `u`, `w`, the residual's terms)
-//! are flushed to zero below 2⁻⁶³ in `f32` (2⁻⁵¹¹ in `f64`), where their squares would be
-//! subnormal ([`lanes::flushed`]: the iterates of a packing at rest pass through that
-//! range, and on x86 every subnormal operation is a microcode assist).
+//! ([`merit::residual`]). The kernel's quantities (`γ`, `u`, the coloured sweep's `w̃`, the
+//! residual's terms) are flushed to zero below 2⁻⁶³ in `f32` (2⁻⁵¹¹ in `f64`), where their
+//! squares would be subnormal ([`lanes::flushed`]: the iterates of a packing at rest pass
+//! through that range, and on x86 every subnormal operation is a microcode assist).
+//! Jacobi's `w̃`, sums of the products of a flushed `γ` with the rows, is not flushed: no
+//! square of it is taken, and its products with the rows are summed into `u` before
+//! `u`'s flush.
 
 use std::any::Any;
 use std::ops::Range;
@@ -53,7 +62,7 @@ use rayon::prelude::*;
 use super::lanes::{self, Cones, Impulses, L, Lanes};
 use super::moves::{FIRST, Isa, Lane, Moves, Record, Task, W};
 use super::progress::{Progress, initial_iterate, norm_inf};
-use super::rows::{Compact, Full, Rows, Velocities};
+use super::rows::{self, Compact, Full, Rows, Scales, Sides, Velocities};
 use super::stream::Streamed;
 use super::traffic::{Term, Traffic};
 use super::{Criterion, Precision, Report, Session, Settings, Status, block_steps};
@@ -87,6 +96,19 @@ pub(crate) enum Sweep {
     Jacobi,
     /// Colours in sequence, blocks of a colour in parallel (coloured Gauss–Seidel).
     Colored,
+}
+
+impl Sweep {
+    /// The parts of the sweep's spread ([`Spread`]): Jacobi spreads every iterate's
+    /// products, in [`PARTS`] parts; the coloured sweep only its first iterate's, in one
+    /// part, so that each body has one cell (over the colours' order nearly every body
+    /// would have a cell in most parts) and the cells have no gaps.
+    fn parts(self) -> usize {
+        match self {
+            Sweep::Jacobi => PARTS,
+            Sweep::Colored => 1,
+        }
+    }
 }
 
 /// The sums of a residual pass, in `f64`.
@@ -223,194 +245,194 @@ impl<T: Lane, J: Rows<T>> Clone for Group<T, J> {
 
 impl<T: Lane, J: Rows<T>> Copy for Group<T, J> {}
 
+/// A group's bodies as its blocks read them: their velocities `w̃` and linear scales `σ`
+/// ([`Kernel::sigma`]).
+#[derive(Clone, Copy)]
+struct Bodies<T: Lane> {
+    w: Velocities<T>,
+    sigma: Sides<T>,
+}
+
 /// Where the Jacobi pass writes: the next iterate and the accumulator cells of its
 /// products `J_{k,s}ᵀ γ_k` ([`Spread`]).
 type JacobiOut<'a, T> = (&'a mut [Impulses<T>], &'a mut [Record<T>]);
 
 /// What a sweep writes besides the next iterate.
 enum Scratch<'a, T: Lane> {
-    /// Jacobi's accumulator cells ([`Spread`]).
-    Jacobi { acc: &'a mut [Record<T>] },
+    /// Jacobi's accumulator cells ([`Spread`]), the next pass's `w̃` once folded.
+    Jacobi { acc: &'a mut Vec<Record<T>> },
     /// The coloured sweep's velocities, which its blocks update in place.
     Colored { shared: Shared<T> },
 }
 
-/// Where the group passes sum the products `J_{k,s}ᵀ γ_k` into body velocities, with no
-/// array of products: the groups are cut into parts of `part` consecutive groups (at most
-/// [`PARTS`] parts, fixed by the problem, not the threads), one rayon task each. A body
-/// that the blocks of one part alone touch has one accumulator cell, which those blocks
-/// add into in order; a body that several parts touch has a cell in each. A part's cells
-/// are one contiguous range of the accumulator, which its task zeroes (in `f32`) and fills
-/// (plain memory, in the caches while the part runs: the blocks of a body are near one
-/// another in a packing's order); the body pass then sums each body's cells in part order
-/// and scales by `M⁻¹`. The first add into each cell in the pass's order is marked on its
-/// target ([`FIRST`]): in `f64` it replaces the cell's record instead of the zeroing
-/// ([`Lane::REPLACES`]).
+/// Where the group passes sum the products `J̃_{k,s}ᵀ γ_k` into the body velocities `w̃`,
+/// with no array of products: the groups are cut into parts of `part` consecutive groups
+/// (at most [`PARTS`] parts, fixed by the problem, not the threads), one rayon task each. A
+/// body that the blocks of one part alone touch has one accumulator cell, which those
+/// blocks add into in order; a body that several parts touch has a cell in each. A part's
+/// cells are one contiguous range of the accumulator, which its task zeroes (in `f32`) and
+/// fills (plain memory, in the caches while the part runs: the blocks of a body are near
+/// one another in a packing's order). The fold then adds each body's later cells into its
+/// first, in part order ([`Kernel::fold`]), and the accumulator holds `w̃` at each body's
+/// first cell: the next pass reads it there, with no pass over the bodies. The first add
+/// into each cell in the pass's order is marked on its target ([`FIRST`]): in `f64` it
+/// replaces the cell's record instead of the zeroing ([`Lane::REPLACES`]).
 ///
-/// The kernel numbers the bodies as the groups first reach them (so the bodies of a part
-/// that no earlier part touches are one range of numbers, and the gathers of nearby blocks
-/// read nearby records). A part's cells are first those of its own bodies, in body order,
-/// then those of the bodies that earlier parts reached too (its `extras`), then its sink,
-/// which the sides on the ground (and the padding) add into and no body reads: the adds
-/// need no test. The body pass then reads the first cell of each body as a stream, in
-/// step with `w`, and the few extras by a list sorted by body.
+/// The kernel numbers each body by its first cell. A part's cells are first those of the
+/// bodies it is the first to reach, in the order it reaches them (so the gathers of nearby
+/// blocks read nearby records), then those of the bodies that earlier parts reached too
+/// (its extras), then its sink, which the sides on the ground (and the padding) add into
+/// and no body reads: the adds need no test. The ground is the record one past the cells,
+/// zero: no part writes it.
 struct Spread {
     /// Groups per part: a multiple of [`CHUNK`].
     part: usize,
-    /// The number of cells of each part (its sink included), in part order.
-    sizes: Vec<usize>,
-    /// The first body of each part's own bodies, in part order, then one past the last
-    /// body that any group reaches (the bodies from there on have no cell).
-    starts: Vec<u32>,
-    /// The cells of bodies after their first, `(body, cell)`, by body, each body's in part
-    /// order.
-    extras: Vec<(u32, u32)>,
+    /// The first cell of each part, in part order, then the number of cells.
+    starts: Vec<usize>,
+    /// The number of each part's own bodies, whose first cells begin the part's range.
+    own: Vec<usize>,
+    /// The cells of bodies after their first, by body (each body's in part order).
+    extras: Vec<Extra>,
+    /// Per part, the range of `extras` that belong to its own bodies.
+    folds: Vec<Range<usize>>,
+}
+
+/// A body's cell after its first ([`Spread`]).
+#[derive(Debug, Clone, Copy)]
+struct Extra {
+    /// The body: its first cell.
+    body: u32,
+    /// The part whose range holds the cell.
+    part: u32,
+    /// The cell among that part's extras.
+    at: u32,
 }
 
 impl Spread {
     /// The cells of groups on the bodies `bodies` (per group, side and lane; `n_bodies`
-    /// bodies, the ground body `n_bodies`), renumbered in place in the kernel's order;
-    /// returns the spread, each group's targets and the body of the input (the system's
-    /// numbering) of each kernel body.
+    /// bodies, the ground body `n_bodies`) in at most `parts` parts, the bodies renumbered
+    /// in place by their first cells (the ground by the record past the cells); returns
+    /// the spread and each group's targets.
     fn new(
         bodies: &mut [[[u32; L]; 2]],
         n_bodies: usize,
-    ) -> (Spread, Vec<[[u32; L]; 2]>, Vec<u32>) {
-        let part = bodies.len().div_ceil(PARTS).div_ceil(CHUNK).max(1) * CHUNK;
+        parts: usize,
+    ) -> (Spread, Vec<[[u32; L]; 2]>) {
+        let part = bodies.len().div_ceil(parts).div_ceil(CHUNK).max(1) * CHUNK;
         let ground = n_bodies as u32;
-        // The kernel's numbers, as the groups first reach the bodies, part by part.
+        // Per body its first cell, and the last part that gave it an extra cell with that
+        // cell among the part's extras.
         let mut number = vec![u32::MAX; n_bodies];
-        let mut next = 0u32;
-        let mut starts = Vec::with_capacity(PARTS + 1);
-        for part_bodies in bodies.chunks_mut(part) {
-            starts.push(next);
-            for b in part_bodies.iter_mut().flatten().flatten() {
-                if *b == ground {
-                    continue;
-                }
-                let n = &mut number[*b as usize];
-                if *n == u32::MAX {
-                    *n = next;
-                    next += 1;
-                }
-                *b = *n;
-            }
-        }
-        starts.push(next);
-        let mut system = vec![0u32; n_bodies];
-        for (b, n) in number.iter_mut().enumerate() {
-            // Bodies that no block touches come last, in the system's order.
-            if *n == u32::MAX {
-                *n = next;
-                next += 1;
-            }
-            system[*n as usize] = b as u32;
-        }
-        // Per body, the last part that gave it an extra cell, and that cell.
         let mut latest = vec![(usize::MAX, 0u32); n_bodies];
         let mut all_targets = vec![[[0; L]; 2]; bodies.len()];
-        let (mut sizes, mut extras) = (Vec::new(), Vec::new());
+        let (mut starts, mut owns, mut extras) = (vec![0usize], Vec::new(), Vec::new());
         let parts = all_targets.chunks_mut(part).zip(bodies.chunks(part));
         for (p, (part_targets, part_bodies)) in parts.enumerate() {
-            let (own, end) = (starts[p], starts[p + 1]);
-            let mut cells = end - own;
-            let first_extra = extras.len();
+            let base = starts[p] as u32;
+            let mut own = 0u32;
+            for &b in part_bodies.iter().flatten().flatten() {
+                if b != ground && number[b as usize] == u32::MAX {
+                    number[b as usize] = base + own;
+                    own += 1;
+                }
+            }
+            let mut part_extras = 0u32;
             for (targets, bodies) in part_targets.iter_mut().zip(part_bodies) {
                 for (targets, bodies) in targets.iter_mut().zip(bodies) {
                     for (target, &b) in targets.iter_mut().zip(bodies) {
                         if b == ground {
                             continue;
                         }
-                        *target = if b >= own {
-                            b - own
+                        let first = number[b as usize];
+                        *target = if first >= base {
+                            first - base
                         } else {
                             let cell = &mut latest[b as usize];
                             if cell.0 != p {
-                                *cell = (p, cells);
-                                extras.push((b, cells));
-                                cells += 1;
+                                *cell = (p, part_extras);
+                                extras.push(Extra {
+                                    body: first,
+                                    part: p as u32,
+                                    at: part_extras,
+                                });
+                                part_extras += 1;
                             }
-                            cell.1
+                            own + cell.1
                         };
                     }
                 }
             }
             // The sink, the ground's cell.
+            let sink = own + part_extras;
             for (targets, bodies) in part_targets.iter_mut().zip(part_bodies) {
                 for (targets, bodies) in targets.iter_mut().zip(bodies) {
                     for (target, &b) in targets.iter_mut().zip(bodies) {
                         if b == ground {
-                            *target = cells;
+                            *target = sink;
                         }
                     }
                 }
             }
             // The first add into each cell in the pass's order (groups, then sides, then
             // lanes: [`Moves::add_f32`]).
-            let mut reached = vec![false; cells as usize + 1];
+            let mut reached = vec![false; sink as usize + 1];
             for target in part_targets.iter_mut().flatten().flatten() {
                 if !std::mem::replace(&mut reached[*target as usize], true) {
                     *target |= FIRST;
                 }
             }
-            // The extras' cells in the whole accumulator.
-            let base = sizes.iter().sum::<usize>() as u32;
-            for extra in &mut extras[first_extra..] {
-                extra.1 += base;
-            }
-            sizes.push(cells as usize + 1);
+            owns.push(own as usize);
+            starts.push(starts[p] + sink as usize + 1);
+        }
+        let cells = starts[starts.len() - 1] as u32;
+        for b in bodies.iter_mut().flatten().flatten() {
+            *b = if *b == ground {
+                cells
+            } else {
+                number[*b as usize]
+            };
         }
         // By body; a stable sort keeps each body's in part order.
-        extras.sort_by_key(|&(b, _)| b);
+        extras.sort_by_key(|e| e.body);
+        let folds = owns
+            .iter()
+            .zip(&starts)
+            .map(|(&own, &start)| {
+                let from = |b: usize| extras.partition_point(|e| (e.body as usize) < b);
+                from(start)..from(start + own)
+            })
+            .collect();
         let spread = Spread {
             part,
-            sizes,
             starts,
+            own: owns,
             extras,
+            folds,
         };
-        (spread, all_targets, system)
+        (spread, all_targets)
     }
 
-    /// The number of cells, the sinks included.
+    /// The number of cells, the sinks included: the ground's record.
     fn cells(&self) -> usize {
-        self.sizes.iter().sum()
+        self.starts[self.starts.len() - 1]
     }
 
-    /// The part whose own bodies hold body `b` and the cell of its first body, or `None`
-    /// for a body that no group reaches.
-    #[inline(always)]
-    fn part_of(&self, b: u32) -> Option<(usize, usize)> {
-        let p = self.starts.partition_point(|&s| s <= b).checked_sub(1)?;
-        if p < self.sizes.len() {
-            Some((p, self.sizes[..p].iter().sum()))
-        } else {
-            None
-        }
-    }
-
-    /// The cells of body `b`, in part order (none for the ground or a body that no group
-    /// reaches).
+    /// The cells of body `b` (its first cell), in part order.
     #[cfg(test)]
     fn cells_of(&self, b: u32) -> Vec<u32> {
-        let Some((p, base)) = self.part_of(b) else {
-            return Vec::new();
-        };
-        let mut cells = vec![base as u32 + b - self.starts[p]];
-        let from = self.extras.partition_point(|&(e, _)| e < b);
-        cells.extend(
-            self.extras[from..]
-                .iter()
-                .take_while(|e| e.0 == b)
-                .map(|e| e.1),
-        );
+        let mut cells = vec![b];
+        cells.extend(self.extras.iter().filter(|e| e.body == b).map(|e| {
+            let p = e.part as usize;
+            (self.starts[p] + self.own[p]) as u32 + e.at
+        }));
         cells
     }
 
     /// The accumulator `acc` cut into the parts' ranges.
     fn parts<'a, R>(&self, mut acc: &'a mut [R]) -> Vec<&'a mut [R]> {
-        let mut parts = Vec::with_capacity(self.sizes.len());
-        for &size in &self.sizes {
-            let (head, tail) = acc.split_at_mut(size);
+        let mut parts = Vec::with_capacity(self.own.len());
+        for range in self.starts.windows(2) {
+            let (head, tail) = acc.split_at_mut(range[1] - range[0]);
             parts.push(head);
             acc = tail;
         }
@@ -426,9 +448,9 @@ fn zero<T: Lane>(cells: &mut [Record<T>]) {
     }
 }
 
-/// The body velocities `w` as the block passes read them: plain values (Jacobi's, written
-/// by the body pass only; the coloured sweep's copy of its cells at the sweep's start, for
-/// the residual), atomic cells for the coloured sweep's steps ([`Shared`]).
+/// The body velocities `w̃` as the block passes read them: plain values (Jacobi's folded
+/// cells; the coloured sweep's copy of its cells at the sweep's start, for the residual),
+/// atomic cells for the coloured sweep's steps ([`Shared`]).
 trait Cells<T: Lane>: Sync {
     /// The velocities of the bodies `bodies` in lanes.
     fn gather<M: Moves>(&self, moves: M, bodies: &[u32; L]) -> [Lanes<T>; 6];
@@ -497,10 +519,10 @@ pub(crate) struct Kernel<T: Lane, J: Rows<T>> {
     colours: Vec<Range<usize>>,
     groups: Vec<Group<T, J>>,
     compliance: Option<Vec<[Lanes<T>; 3]>>,
-    /// The diagonal of `M⁻¹`, 6 values per body, the ground (zero) last, then [`W`] − 6
-    /// zeros: body `b`'s values begin a window of [`W`] ([`Kernel::inv_mass_of`]).
-    inv_mass: Vec<T>,
-    /// Where the groups' products `J_{k,s}ᵀ γ_k` are summed.
+    /// Per body (by its first cell, the ground's zero last), its linear scale `σ = √m⁻¹`
+    /// where the rows need it ([`Rows::LINEAR`]; else empty).
+    linear: Vec<T>,
+    /// Where the groups' products `J̃_{k,s}ᵀ γ_k` are summed.
     spread: Spread,
     r_norm: f64,
     /// De Saxcé's shift of the model velocity (the Coulomb friction model).
@@ -514,13 +536,13 @@ pub(crate) struct Kernel<T: Lane, J: Rows<T>> {
 }
 
 impl<T: Lane, J: Rows<T>> Kernel<T, J> {
-    /// The kernel of `sys` (factored, operator `f`) with the blocks in the order of
-    /// `colours` (each a list of system blocks; one list for Jacobi), block steps `eta`.
+    /// The kernel of `sweep` on `sys` (factored, operator `f`) with the blocks in the order
+    /// of `colours` (each a list of system blocks; one list for Jacobi), block steps `eta`.
     /// The groups are written in `groups` (any contents, its memory reused).
     fn new(
         sys: &System,
         f: &FactoredOperator,
-        colours: &[&[usize]],
+        (sweep, colours): (Sweep, &[&[usize]]),
         eta: &[f64],
         settings: &Settings,
         mut groups: Vec<Group<T, J>>,
@@ -560,7 +582,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 for (s, &body) in f.block_bodies(k).iter().enumerate() {
                     grp.bodies[s][l] = body as u32;
                 }
-                J::encode(&padded_rows(f, k), &mut grp.jac, l);
+                J::encode(&padded_rows(f, k), &block_scales(f, k), &mut grp.jac, l);
                 row3(sys.r(), k, &mut grp.r, l);
                 grp.eta[l] = t(eta[k]);
                 grp.mu[l] = match sys.cones()[k] {
@@ -587,25 +609,28 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 .collect()
         });
         let mut bodies: Vec<_> = groups.iter().map(|g| g.bodies).collect();
-        let (spread, targets, system) = Spread::new(&mut bodies, n_bodies);
+        let system = J::LINEAR.then(|| bodies.clone());
+        let (spread, targets) = Spread::new(&mut bodies, n_bodies, sweep.parts());
+        let mut linear = Vec::new();
+        if let Some(system) = system {
+            linear = vec![T::ZERO; spread.cells() + 1];
+            let pairs = system.iter().flatten().flatten();
+            for (&b, &n) in pairs.zip(bodies.iter().flatten().flatten()) {
+                if b != ground {
+                    linear[n as usize] = t(f.inv_mass()[b as usize][0].sqrt());
+                }
+            }
+        }
         for ((grp, t), b) in groups.iter_mut().zip(targets).zip(bodies) {
             grp.targets = t;
             grp.bodies = b;
         }
-        let inv = f.inv_mass();
-        let mut inv_mass: Vec<T> = system
-            .iter()
-            .flat_map(|&b| inv[b as usize])
-            .map(t)
-            .collect();
-        // The ground's 6 zeros, then the rest of its window.
-        inv_mass.resize(inv_mass.len() + W, T::ZERO);
         Kernel {
             order,
             colours: ranges,
             groups,
             compliance,
-            inv_mass,
+            linear,
             spread,
             r_norm: sys.r().iter().map(|x| x * x).sum::<f64>().sqrt(),
             shift: settings.friction == FrictionModel::Coulomb,
@@ -614,19 +639,25 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         }
     }
 
-    /// The number of bodies (the ground not counted).
-    fn bodies(&self) -> usize {
-        (self.inv_mass.len() - W) / 6
+    /// The linear scales `σ` of group `gi`'s bodies, ones where the rows need none
+    /// ([`Rows::LINEAR`]).
+    #[inline(always)]
+    fn sigma(&self, gi: usize) -> Sides<T> {
+        let mut sigma = [[T::ONE; L]; 2];
+        if J::LINEAR {
+            for (side, bodies) in sigma.iter_mut().zip(&self.groups[gi].bodies) {
+                for (x, &b) in side.iter_mut().zip(bodies) {
+                    *x = self.linear[b as usize];
+                }
+            }
+        }
+        sigma
     }
 
-    /// The diagonal of `M⁻¹` of body `b` (the ground's zero) and the next [`W`] − 6 values
-    /// (stored densely, 6 per body: a window of [`W`] for the gathers' 16-byte pieces,
-    /// which read the 6).
-    #[inline(always)]
-    fn inv_mass_of(&self, b: usize) -> &[T; W] {
-        self.inv_mass[6 * b..6 * b + W]
-            .try_into()
-            .expect("a window of the bodies' values")
+    /// The ground's record in `w̃`, one past the cells ([`Spread`]): `w̃` has this many
+    /// records and one more.
+    fn ground(&self) -> usize {
+        self.spread.cells()
     }
 
     /// `γ` of the system (`f64`, rows in system order) in kernel order, a group per `L`
@@ -660,13 +691,13 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         out
     }
 
-    /// `w = M⁻¹ Jᵀ γ` at `gamma`: the groups' products spread into the cells `acc`
-    /// ([`Kernel::spread_part`]), then summed per body ([`Kernel::body_velocities`]).
-    fn velocities_at(&self, gamma: &[Impulses<T>], acc: &mut [Record<T>], w: &mut [Record<T>]) {
+    /// `w̃ = J̃ᵀ γ` at `gamma` in the cells `w` (at each body's first): the groups' products
+    /// spread into the cells ([`Kernel::spread_part`]), then folded ([`Kernel::fold`]).
+    fn velocities_at(&self, gamma: &[Impulses<T>], w: &mut [Record<T>]) {
         let part = self.spread.part;
         gamma
             .par_chunks(part)
-            .zip(self.spread.parts(acc).into_par_iter())
+            .zip(self.spread.parts(w).into_par_iter())
             .enumerate()
             .for_each(|(c, (gs, cells))| {
                 self.isa.run(SpreadPart {
@@ -676,7 +707,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                     cells,
                 })
             });
-        self.body_velocities(acc, w);
+        self.fold(w);
     }
 
     /// The products `J_{k,s}ᵀ γ_k` of the groups `gs` (from group `first`, one part) added
@@ -694,7 +725,8 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             zero(cells);
         }
         for (i, g) in gs.iter().enumerate() {
-            self.spread_group(moves, first + i, g, cells);
+            let gi = first + i;
+            self.spread_group(moves, gi, g, &self.sigma(gi), cells);
         }
     }
 
@@ -707,73 +739,39 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         moves: M,
         gi: usize,
         g: &Impulses<T>,
+        sigma: &Sides<T>,
         cells: &mut [Record<T>],
     ) {
         let grp = &self.groups[gi];
-        T::add_products(moves, &J::transpose_times(&grp.jac, g), &grp.targets, cells);
+        let products = J::transpose_times(&grp.jac, sigma, g);
+        T::add_products(moves, &products, &grp.targets, cells);
     }
 
-    /// `w = M⁻¹ Jᵀ γ` from the cells `acc` ([`Kernel::spread_part`]), bodies in parallel
-    /// (each the sum of its cells in part order); `w` holds every body but the ground.
-    fn body_velocities(&self, acc: &[Record<T>], w: &mut [Record<T>]) {
-        w.par_chunks_mut(CHUNK * L).enumerate().for_each(|(c, ws)| {
-            self.isa.run(BodyChunk {
-                kernel: self,
-                first: c * CHUNK * L,
-                ws,
-                acc,
-            })
-        });
-    }
-
-    /// The bodies `ws` (from body `first`) of [`Kernel::body_velocities`]: runs of one
-    /// part's own bodies ([`Spread`]), whose first cells are read in step with `ws`, each
-    /// body's later cells from the list of extras. Whole records, padding included (zero
-    /// in every cell, so zero in `w` too: the window of `M⁻¹` holds the next body's values
-    /// there, finite): vector loads, adds and one store per record.
-    #[inline(always)]
-    fn body_chunk<M: Moves>(
-        &self,
-        moves: M,
-        first: usize,
-        ws: &mut [Record<T>],
-        acc: &[Record<T>],
-    ) {
+    /// Adds each body's later cells in `cells` into its first, in part order ([`Spread`]):
+    /// then every body's first cell holds its `w̃`. Parts in parallel, each over its own
+    /// bodies (the first cells of its range), reading the extras of later parts.
+    fn fold(&self, cells: &mut [Record<T>]) {
         let spread = &self.spread;
-        let end = first + ws.len();
-        let mut extra = spread
-            .extras
-            .partition_point(|&(e, _)| (e as usize) < first);
-        let (mut b, mut rest) = (first, &mut ws[..]);
-        while !rest.is_empty() {
-            let Some((p, base)) = spread.part_of(b as u32) else {
-                // No group reaches these bodies: no velocity.
-                for wb in rest {
-                    wb.v = [T::ZERO; W];
-                }
-                break;
-            };
-            let run = (spread.starts[p + 1] as usize).min(end) - b;
-            let (head, tail) = std::mem::take(&mut rest).split_at_mut(run);
-            let from = base + b - spread.starts[p] as usize;
-            for (wb, cell) in head.iter_mut().zip(&acc[from..from + run]) {
-                let mut sum = cell.v;
-                while let Some(&(e, later)) = spread.extras.get(extra) {
-                    if e as usize != b {
-                        break;
-                    }
-                    sum = lanes::add(sum, acc[later as usize].v);
-                    extra += 1;
-                }
-                wb.v = T::flush(moves, lanes::mul(sum, *self.inv_mass_of(b)));
-                b += 1;
-            }
-            rest = tail;
+        let mut owns = Vec::with_capacity(spread.own.len());
+        let mut extras: Vec<&[Record<T>]> = Vec::with_capacity(spread.own.len());
+        for (part, &own) in spread.parts(cells).into_iter().zip(&spread.own) {
+            let (own, rest) = part.split_at_mut(own);
+            owns.push(own);
+            extras.push(rest);
         }
+        owns.into_par_iter()
+            .zip(&spread.folds)
+            .zip(&spread.starts)
+            .for_each(|((own, fold), &start)| {
+                for e in &spread.extras[fold.clone()] {
+                    let cell = &mut own[e.body as usize - start];
+                    cell.v = lanes::add(cell.v, extras[e.part as usize][e.at as usize].v);
+                }
+            });
     }
 
     /// The velocities `u` and model velocities `û` of group `gi` at `γ` = `g`:
-    /// `u_k = J_k w + E_k γ_k + r_k`, `û_k = u_k + μ_k ‖u_t‖ e_n` under the Coulomb model
+    /// `u_k = J̃_k w̃ + E_k γ_k + r_k`, `û_k = u_k + μ_k ‖u_t‖ e_n` under the Coulomb model
     /// (De Saxcé's shift; zero for unilateral and bilateral blocks).
     #[inline(always)]
     fn velocity<C: Cells<T> + ?Sized, M: Moves>(
@@ -781,37 +779,42 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         moves: M,
         gi: usize,
         g: &Impulses<T>,
-        w: &C,
+        (w, sigma): (&C, &Sides<T>),
     ) -> ([Lanes<T>; 3], [Lanes<T>; 3]) {
-        self.velocity_at(moves, gi, g, &self.gather_bodies(moves, gi, w))
+        self.velocity_at(moves, gi, g, &self.gather_bodies(moves, gi, w, sigma))
     }
 
-    /// The velocities in `w` of group `gi`'s bodies, in lanes.
+    /// Group `gi`'s bodies in lanes: their velocities in `w`, with their linear scales
+    /// `sigma` ([`Kernel::sigma`]).
     #[inline(always)]
     fn gather_bodies<C: Cells<T> + ?Sized, M: Moves>(
         &self,
         moves: M,
         gi: usize,
         w: &C,
-    ) -> Velocities<T> {
+        sigma: &Sides<T>,
+    ) -> Bodies<T> {
         let grp = &self.groups[gi];
-        [
-            w.gather(moves, &grp.bodies[0]),
-            w.gather(moves, &grp.bodies[1]),
-        ]
+        Bodies {
+            w: [
+                w.gather(moves, &grp.bodies[0]),
+                w.gather(moves, &grp.bodies[1]),
+            ],
+            sigma: *sigma,
+        }
     }
 
-    /// [`Kernel::velocity`] with the bodies' velocities `wb` already gathered.
+    /// [`Kernel::velocity`] with the bodies `wb` already gathered.
     #[inline(always)]
     fn velocity_at<M: Moves>(
         &self,
         moves: M,
         gi: usize,
         g: &Impulses<T>,
-        wb: &Velocities<T>,
+        wb: &Bodies<T>,
     ) -> ([Lanes<T>; 3], [Lanes<T>; 3]) {
         let grp = &self.groups[gi];
-        let jw = J::times(&grp.jac, wb);
+        let jw = J::times(&grp.jac, &wb.sigma, &wb.w);
         let mut u = [
             lanes::add(grp.r[0], jw[0]),
             lanes::add(grp.r[1], jw[1]),
@@ -887,13 +890,14 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         gi: usize,
         cone: &Cones<T>,
         g: &Impulses<T>,
-        w: &C,
+        (w, sigma): (&C, &Sides<T>),
         sums: &mut LaneSums<T>,
     ) -> [Lanes<T>; 3] {
-        self.measure_at(moves, gi, cone, g, &self.gather_bodies(moves, gi, w), sums)
+        let wb = self.gather_bodies(moves, gi, w, sigma);
+        self.measure_at(moves, gi, cone, g, &wb, sums)
     }
 
-    /// [`Kernel::measure`] with the bodies' velocities `wb` already gathered.
+    /// [`Kernel::measure`] with the bodies `wb` already gathered.
     #[inline(always)]
     fn measure_at<M: Moves>(
         &self,
@@ -901,7 +905,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         gi: usize,
         cone: &Cones<T>,
         g: &Impulses<T>,
-        wb: &Velocities<T>,
+        wb: &Bodies<T>,
         sums: &mut LaneSums<T>,
     ) -> [Lanes<T>; 3] {
         let grp = &self.groups[gi];
@@ -952,15 +956,16 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             self.prefetch(moves, gi, w);
             let grp = &self.groups[gi];
             let cone = Cones::of(&grp.mu);
+            let sigma = self.sigma(gi);
             let u_hat = if MEASURE {
-                self.measure(moves, gi, &cone, g, w, &mut sums)
+                self.measure(moves, gi, &cone, g, (w, &sigma), &mut sums)
             } else {
-                self.velocity(moves, gi, g, w).1
+                self.velocity(moves, gi, g, (w, &sigma)).1
             };
             let s = lanes::mul([omega; L], grp.eta);
             let next = Self::step(moves, &cone, g, &u_hat, &s);
             out.put(i, &next);
-            self.spread_group(moves, gi, &next, cells);
+            self.spread_group(moves, gi, &next, &sigma, cells);
             if (i + 1) % CHUNK == 0 {
                 total = total.merge(sums.total());
                 sums = LaneSums::ZERO;
@@ -991,7 +996,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             omega,
             ..
         } = task;
-        let ground = self.bodies() as u32;
+        let ground = self.ground() as u32;
         let mut sums = LaneSums::ZERO;
         let mut out = Streamed::new(out);
         for (i, g) in gs.iter().enumerate() {
@@ -1003,29 +1008,19 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 self.prefetch(moves, gi, w);
             }
             let grp = &self.groups[gi];
-            // `M⁻¹` of the group's bodies in lanes (from their windows by the transposes, as
-            // `w`), loaded ahead of the arithmetic that needs it last (its random reads then
-            // overlap the work before).
-            let mut inv_mass: Velocities<T> = [[[T::ZERO; L]; 6]; 2];
-            for (side, bodies) in inv_mass.iter_mut().zip(&grp.bodies) {
-                let mut rows = [self.inv_mass_of(0); L];
-                for (row, &b) in rows.iter_mut().zip(bodies) {
-                    *row = self.inv_mass_of(b as usize);
-                }
-                *side = T::gather(moves, rows);
-            }
             let cone = Cones::of(&grp.mu);
             // The colours before this one have moved `w` since the sweep began; the first
             // colour's velocities are those of `plain` (a sweep that measures starts with
             // `plain` a copy of the cells: [`Kernel::unshare`]).
+            let sigma = self.sigma(gi);
             let (wb, u_hat) = if MEASURE && first_colour {
-                let wb = self.gather_bodies(moves, gi, plain);
+                let wb = self.gather_bodies(moves, gi, plain, &sigma);
                 (wb, self.measure_at(moves, gi, &cone, g, &wb, &mut sums))
             } else {
                 if MEASURE {
-                    self.measure(moves, gi, &cone, g, plain, &mut sums);
+                    self.measure(moves, gi, &cone, g, (plain, &sigma), &mut sums);
                 }
-                let wb = self.gather_bodies(moves, gi, w);
+                let wb = self.gather_bodies(moves, gi, w, &sigma);
                 (wb, self.velocity_at(moves, gi, g, &wb).1)
             };
             let s = lanes::mul([omega; L], grp.eta);
@@ -1038,10 +1033,10 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             ];
             // The new velocities from the gathered ones: no other block of the colour
             // touches these bodies, so the cells still hold `wb` (no second atomic load).
-            let mut d = J::transpose_times(&grp.jac, &delta);
-            for ((side, m), old) in d.iter_mut().zip(&inv_mass).zip(&wb) {
+            let mut d = J::transpose_times(&grp.jac, &sigma, &delta);
+            for (side, old) in d.iter_mut().zip(&wb.w) {
                 for c in 0..6 {
-                    side[c] = T::flush(moves, lanes::mul_add(old[c], side[c], m[c]));
+                    side[c] = T::flush(moves, lanes::add(old[c], side[c]));
                 }
             }
             for (side, bodies) in d.iter().zip(&grp.bodies) {
@@ -1059,9 +1054,9 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         sums.total()
     }
 
-    /// One pass over the groups at `gamma` with body velocities `w = M⁻¹ Jᵀ γ`: the
-    /// residual sums (when `measure`), the Jacobi step `next_k = Π(γ_k − ω η_k û_k)` and
-    /// its products `J_{k,s}ᵀ next_k` spread into the cells `acc` ([`Spread`]).
+    /// One pass over the groups at `gamma` with body velocities `w̃ = J̃ᵀ γ`: the residual
+    /// sums (when `measure`), the Jacobi step `next_k = Π(γ_k − ω η_k û_k)` and its
+    /// products `J̃_{k,s}ᵀ next_k` spread into the cells `acc` ([`Spread`]).
     fn jacobi_pass(
         &self,
         gamma: &[Impulses<T>],
@@ -1093,22 +1088,34 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
 
     /// One pass at `gamma` into `next`, by the kernel's sweep, `step` = (`ω`, whether it
     /// measures): the residual sums at `gamma` when it measures, else zero sums. `w` holds
-    /// the velocities at `gamma` (the coloured sweep reads them only to measure).
+    /// `w̃` at `gamma`; after a Jacobi pass, at `next` (the folded cells, swapped in). The
+    /// coloured sweep reads `w` only to measure, after a copy of its cells into it.
     fn pass(
         &self,
         gamma: &[Impulses<T>],
         next: &mut [Impulses<T>],
-        w: &[Record<T>],
+        w: &mut Vec<Record<T>>,
         scratch: &mut Scratch<'_, T>,
         step: (T, bool),
     ) -> Sums {
         match scratch {
-            Scratch::Jacobi { acc } => self.jacobi_pass(gamma, w, step, (next, acc)),
-            Scratch::Colored { shared } => self.colored_pass(gamma, w, shared, step, next),
+            Scratch::Jacobi { acc } => {
+                let sums = self.jacobi_pass(gamma, w, step, (next, acc));
+                // The cells at `next`, folded, are the next pass's `w̃`.
+                self.fold(acc);
+                std::mem::swap(w, *acc);
+                sums
+            }
+            Scratch::Colored { shared } => {
+                if step.1 {
+                    self.unshare(shared, w);
+                }
+                self.colored_pass(gamma, w, shared, step, next)
+            }
         }
     }
 
-    /// The values of the cells `shared` in `w` (every body but the ground), for the
+    /// The values of the cells `shared` in `w` (every record, the ground's zero), for the
     /// residual measured in the next coloured sweep: its gathers are then vector loads,
     /// which atomic loads never are (`T::load` is one scalar load per value).
     fn unshare(&self, shared: &Shared<T>, w: &mut [Record<T>]) {
@@ -1123,8 +1130,8 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
 
     /// One coloured Gauss–Seidel sweep from `gamma` into `next`: each colour's groups in
     /// parallel, each moved with the current cells `w`, which it then updates,
-    /// `w_b += M⁻¹_b J_{k,s}ᵀ Δγ_k` (no two blocks of a colour share a body, so no two
-    /// lanes either). `plain` holds `w = M⁻¹ Jᵀ γ` at `gamma`, the cells' values before
+    /// `w̃_b += J̃_{k,s}ᵀ Δγ_k` (no two blocks of a colour share a body, so no two lanes
+    /// either). `plain` holds `w̃ = J̃ᵀ γ` at `gamma`, the cells' values before
     /// the sweep: each block measures its residual at `gamma` with it (as Jacobi's pass
     /// does), so the residual needs no pass of its own. Returns the residual sums at
     /// `gamma` when `measure` (else zero sums), added colour by colour.
@@ -1167,23 +1174,6 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
 // that `pulp` compiles with the CPU's instruction set (a closure would not be: its `FnOnce`
 // shim is a function of its own, compiled for the baseline; nor is a large closure called
 // from inside it always inlined, so the hot code below has none).
-
-/// A chunk of the body pass ([`Kernel::body_chunk`]).
-struct BodyChunk<'a, T: Lane, J: Rows<T>> {
-    kernel: &'a Kernel<T, J>,
-    first: usize,
-    ws: &'a mut [Record<T>],
-    acc: &'a [Record<T>],
-}
-
-impl<T: Lane, J: Rows<T>> Task for BodyChunk<'_, T, J> {
-    type Output = ();
-
-    #[inline(always)]
-    fn run<M: Moves>(self, moves: M) {
-        self.kernel.body_chunk(moves, self.first, self.ws, self.acc)
-    }
-}
 
 /// A part of the spread of an iterate's products ([`Kernel::spread_part`]).
 struct SpreadPart<'a, T: Lane, J: Rows<T>> {
@@ -1343,9 +1333,9 @@ struct Buffers<T: Lane, J: Rows<T>> {
     groups: Vec<Group<T, J>>,
     /// The current, next and best iterates.
     iterates: [Vec<Impulses<T>>; 3],
-    /// The body velocities `w`.
+    /// The body velocities `w̃` (Jacobi's cells the pass reads).
     w: Vec<Record<T>>,
-    /// The accumulator cells ([`Spread`]).
+    /// Jacobi's accumulator cells the pass fills ([`Spread`]).
     acc: Vec<Record<T>>,
 }
 
@@ -1355,7 +1345,13 @@ fn compact(sys: &System, f: &FactoredOperator) -> bool {
     (0..sys.blocks())
         .into_par_iter()
         .with_min_len(crate::PAR_MIN_ITEMS)
-        .all(|k| Compact::fits(&padded_rows(f, k), f.block_bodies(k).len()))
+        .all(|k| {
+            Compact::fits(
+                &padded_rows(f, k),
+                &block_scales(f, k),
+                f.block_bodies(k).len(),
+            )
+        })
 }
 
 /// The rows of block `k` padded to 3 rows × 2 bodies: side `s`, row `i`, column `c` at
@@ -1399,27 +1395,30 @@ fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare) -> Report {
         mut acc,
     } = spare.take::<T, J>();
     let eta = block_steps(sys, settings.block_step);
-    let kernel = Kernel::<T, J>::new(sys, f, groups, &eta, settings, memory);
+    let kernel = Kernel::<T, J>::new(sys, f, (sweep, groups), &eta, settings, memory);
     let omega = T::from_f64(omega);
     let gamma0 = initial_iterate(sys, settings);
     kernel.gather(sys, &gamma0, &mut cur);
     copy_into(&cur, &mut next);
-    // `w` at `cur`, as the passes read it; the ground's record (last) zero.
+    // `w̃` at `cur`, as the passes read it; the ground's record (last) zero.
     let zero = Record::new([T::ZERO; W]);
-    let bodies = kernel.bodies();
-    grow_for_overwrite(&mut w, bodies + 1, zero);
-    w[bodies] = zero;
-    grow_for_overwrite(&mut acc, kernel.spread.cells(), zero);
-    kernel.velocities_at(&cur, &mut acc, &mut w[..bodies]);
-    // Jacobi's pass leaves `J_{k,s}ᵀ next_k` in the cells `acc`; the coloured sweep, `w`
-    // at `next` in its atomic cells (updated in place, block by block).
+    let ground = kernel.ground();
+    grow_for_overwrite(&mut w, ground + 1, zero);
+    w[ground] = zero;
+    kernel.velocities_at(&cur, &mut w);
+    // Jacobi's pass leaves `J̃_{k,s}ᵀ next_k` in the cells `acc`, its own ground zero; the
+    // coloured sweep, `w̃` at `next` in its atomic cells (updated in place, block by block).
     let mut scratch = match sweep {
-        Sweep::Jacobi => Scratch::Jacobi { acc: &mut acc },
+        Sweep::Jacobi => {
+            grow_for_overwrite(&mut acc, ground + 1, zero);
+            acc[ground] = zero;
+            Scratch::Jacobi { acc: &mut acc }
+        }
         Sweep::Colored => Scratch::Colored {
             shared: Shared(w.iter().map(|r| r.v.map(T::atomic)).collect()),
         },
     };
-    let sums = kernel.pass(&cur, &mut next, &w, &mut scratch, (omega, true));
+    let sums = kernel.pass(&cur, &mut next, &mut w, &mut scratch, (omega, true));
     let (mut progress, mut status) =
         Progress::observing(settings, norm_inf(&gamma0), sums.residual(kernel.r_norm));
     if settings.max_iter == 0 && status.is_none() {
@@ -1442,12 +1441,7 @@ fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare) -> Report {
         done += 1;
         unmeasured += 1;
         let measure = done % settings.check_every.max(1) == 0 || done >= settings.max_iter;
-        match &scratch {
-            Scratch::Jacobi { acc } => kernel.body_velocities(acc, &mut w[..bodies]),
-            Scratch::Colored { shared } if measure => kernel.unshare(shared, &mut w[..bodies]),
-            Scratch::Colored { .. } => {}
-        }
-        let sums = kernel.pass(&cur, &mut next, &w, &mut scratch, (omega, measure));
+        let sums = kernel.pass(&cur, &mut next, &mut w, &mut scratch, (omega, measure));
         if !measure {
             products += 1;
             continue;
@@ -1479,8 +1473,9 @@ fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare) -> Report {
 }
 
 /// The number of accumulator cells ([`Spread`]) of the kernel of `f` with the blocks in
-/// the order of `colours`, and how many of them are a body's second or later cell.
-fn spread_cells(f: &FactoredOperator, colours: &[&[usize]]) -> (usize, usize) {
+/// the order of `colours` for `sweep`, and how many of them are a body's second or later
+/// cell.
+fn spread_cells(f: &FactoredOperator, sweep: Sweep, colours: &[&[usize]]) -> (usize, usize) {
     let ground = f.bodies() as u32;
     let mut bodies = Vec::new();
     for c in colours {
@@ -1494,28 +1489,37 @@ fn spread_cells(f: &FactoredOperator, colours: &[&[usize]]) -> (usize, usize) {
             bodies.push(grp);
         }
     }
-    let spread = Spread::new(&mut bodies, f.bodies()).0;
+    let spread = Spread::new(&mut bodies, f.bodies(), sweep.parts()).0;
     (spread.cells(), spread.extras.len())
+}
+
+/// The column scales of block `k`'s rows in `f` ([`rows::scales`]).
+fn block_scales(f: &FactoredOperator, k: usize) -> Scales {
+    let bodies = f.block_bodies(k);
+    let mut inv_mass = [[0.0; 6]; 2];
+    for (m, &b) in inv_mass.iter_mut().zip(bodies) {
+        *m = f.inv_mass()[b];
+    }
+    rows::scales(&inv_mass[..bodies.len()])
 }
 
 /// The bytes one iteration of the kernel moves on `sys` in `precision`, with the rows' encoding
 /// (`compact` or `full`) ([`super::traffic`]), `None` for a system that is not factored. Blocks are
-/// counted in whole groups (padding included). Jacobi: the body pass (per body `M⁻¹` and `w`
-/// written; per accumulator cell its record read; per extra cell its entry in the list,
-/// [`Spread`]), then per block its record (with its 2 cell targets), the gathers of `w` (the 6
-/// values of a body's 8 in 16-byte pieces, [`super::moves`]: 8 values in `f32`, 6 in `f64`) and the
-/// new `γ_k` written, per link (block and body) its product added into a cell (its record read
-/// and written, the padding with it), per cell its 8 values zeroed (in `f32`:
-/// [`Lane::REPLACES`]). The
-/// minimum of the encoding, for comparison: the record, `γ_k` read and written, and per body `M⁻¹`
-/// and `w` written once and read once (`8 + (VALUES + 11) t` per block plus `18 t` per body: 312 B
-/// in `f64` and 160 B in `f32` on the compact rows of a cubic packing, 3 contacts per body); the
-/// model adds the gathers (2 bodies per block, mostly cache hits) and the cells (mostly cache hits
-/// too). The coloured sweep: per block its record, the gathers of `w` from the cells value by
-/// value, the gathers of `M⁻¹` in pieces and the new `γ_k`; per link `w` read and written; on the
-/// sweeps that measure (one in [`Settings::check_every`]), the copy of the cells `w` into plain
-/// values (per body 6 read, 6 written) and per block the gathers of those for the residual, in
-/// pieces.
+/// counted in whole groups (padding included). Jacobi: the fold (per extra cell its record and its
+/// body's first read, the first written, and its entry in the list, [`Spread`]), then per block
+/// its record (with its 2 cell targets), the linear scales of its 2 bodies (compact rows), the
+/// gathers of `w̃` (the 6 values of a body's 8 in 16-byte pieces, [`super::moves`]: 8 values in
+/// `f32`, 6 in `f64`) and the new `γ_k` written, per link (block and body) its product added into
+/// a cell (its record read and written, the padding with it), per cell its 8 values zeroed (in
+/// `f32`: [`Lane::REPLACES`]). The minimum of the encoding, for comparison: the record, `γ_k` read
+/// and written, and per body its linear scale (compact rows) and `w̃` written once and read once
+/// (`8 + (VALUES + 11) t` per block plus `13 t` per body: 299 B in `f64` and 153 B in `f32` on the
+/// compact rows of a cubic packing, 3 contacts per body); the model adds the gathers (2 bodies
+/// per block, mostly cache hits) and the cells (mostly cache hits too). The coloured sweep: per
+/// block its record without the gathers, the linear scales, the gathers of `w̃` from the cells
+/// value by value and the new `γ_k`; per link `w̃` read and written; on the sweeps that measure
+/// (one in [`Settings::check_every`]), the copy of the cells `w̃` into plain values (per cell 6
+/// read, 6 written) and per block the gathers of those for the residual, in pieces.
 pub(crate) fn traffic(
     sys: &System,
     sweep: Sweep,
@@ -1532,27 +1536,29 @@ pub(crate) fn traffic(
         .iter()
         .map(|c| c.len().div_ceil(L) * L)
         .sum::<usize>() as u64;
-    let (bodies, links) = (f.bodies() as u64, f.links().len() as u64);
+    let links = f.links().len() as u64;
     let rigid = sys.compliance().iter().all(|&e| e == 0.0);
     let comp = if rigid { 0 } else { 3 * t };
-    let (encoding, values) = if compact(sys, f) {
-        ("compact", <Compact as Rows<f64>>::VALUES)
+    // The encoding, its values per block and the linear scales of a block's 2 bodies.
+    let (encoding, values, sigma) = if compact(sys, f) {
+        ("compact", <Compact as Rows<f64>>::VALUES, 2 * t)
     } else {
-        ("full", <Full as Rows<f64>>::VALUES)
+        ("full", <Full as Rows<f64>>::VALUES, 0)
     };
     // The 6 values of a body as its gathers and adds move them (8 in `f32`).
     let pieces = u64::div_ceil(6 * t, 16) * 16;
     let gathers = 2 * pieces;
-    // Per block: bodies (8), J, r, γ, η, μ, compliance, the w gathers of both sides.
-    let record = 8 + 8 + values * t + 3 * t + 3 * t + 2 * t + comp + gathers;
+    // Per block: bodies and targets (8 + 8), J, r, γ, η, μ, compliance, the w̃ gathers of
+    // both sides, the scales.
+    let record = 8 + 8 + values * t + 3 * t + 3 * t + 2 * t + comp + gathers + sigma;
+    let (cells, extras) = spread_cells(f, sweep, colours);
+    let (cells, extras) = (cells as u64, extras as u64);
     let terms = match sweep {
         Sweep::Jacobi => {
-            let (cells, extras) = spread_cells(f, colours);
-            let (cells, extras) = (cells as u64, extras as u64);
             vec![
                 Term {
-                    what: "M⁻¹Jᵀγ",
-                    bytes: bodies * 12 * t + cells * W as u64 * t + extras * 8,
+                    what: "fold",
+                    bytes: extras * (3 * W as u64 * t + 12),
                 },
                 Term {
                     what: "Jw, residual, projection, Jᵀγ",
@@ -1565,18 +1571,17 @@ pub(crate) fn traffic(
         Sweep::Colored => vec![
             Term {
                 what: "w copy",
-                bytes: bodies * 12 * t / every,
+                bytes: (cells + 1) * 12 * t / every,
             },
             Term {
                 what: "residual",
                 bytes: blocks * gathers / every,
             },
-            // The record with `M⁻¹`'s gathers in place of its own (the residual's, as many
-            // bytes), the cells' `w` value by value, the new `γ_k`; per link `w` read and
-            // written.
+            // The record without its gathers (the residual's), the cells' `w̃` value by
+            // value, the new `γ_k`; per link `w̃` read and written.
             Term {
                 what: "sweep",
-                bytes: blocks * (record + 12 * t + 3 * t) + links * 12 * t,
+                bytes: blocks * (record - gathers + 12 * t + 3 * t) + links * 12 * t,
             },
         ],
     };
@@ -1610,72 +1615,84 @@ mod tests {
             })
             .collect();
         let mut bodies = input.clone();
-        let (spread, targets, system) = Spread::new(&mut bodies, n_bodies);
+        let (spread, targets) = Spread::new(&mut bodies, n_bodies, PARTS);
         assert_eq!(spread.part, CHUNK);
-        assert_eq!(spread.sizes.len(), 6);
-        // The numbering: a permutation, the input's bodies under it, the untouched last.
-        let mut sorted = system.clone();
-        sorted.sort_unstable();
-        assert_eq!(sorted, (0..n_bodies as u32).collect::<Vec<_>>());
-        for (grp, orig) in bodies.iter().zip(&input) {
+        assert_eq!(spread.own.len(), 6);
+        let cells = spread.cells() as u32;
+        // The numbering: one number per input body, distinct, in the own range of the
+        // first part that reaches it; the ground the record past the cells.
+        let mut number = vec![None; n_bodies];
+        let mut seen = std::collections::HashSet::new();
+        for (g, (grp, orig)) in bodies.iter().zip(&input).enumerate() {
+            let p = g / spread.part;
             for (side, orig) in grp.iter().zip(orig) {
                 for (&b, &o) in side.iter().zip(orig) {
-                    assert!(if o == ground {
-                        b == ground
-                    } else {
-                        system[b as usize] == o
-                    });
+                    if o == ground {
+                        assert_eq!(b, cells);
+                        continue;
+                    }
+                    match number[o as usize] {
+                        Some(n) => assert_eq!(n, b, "body {o}"),
+                        None => {
+                            let own = spread.starts[p]..spread.starts[p] + spread.own[p];
+                            assert!(own.contains(&(b as usize)), "body {o}: {b} not in {own:?}");
+                            assert!(seen.insert(b), "body {o}: {b} taken");
+                            number[o as usize] = Some(b);
+                        }
+                    }
                 }
             }
         }
-        assert!(system[50..].iter().all(|&b| !(5..55).contains(&b)));
-        let starts: Vec<usize> = spread
-            .sizes
-            .iter()
-            .scan(0, |at, &n| {
-                *at += n;
-                Some(*at - n)
-            })
-            .collect();
-        // Spread one unit per link: each body's cells then sum to its number of links.
+        assert_eq!(number.iter().filter(|n| n.is_some()).count(), 50);
+        // Spread one unit per link: each body's cells then sum to its number of links, and
+        // the fold leaves that sum in its first cell.
         let mut acc = vec![0u32; spread.cells()];
         let mut links = vec![0u32; n_bodies];
         let mut reached = vec![false; spread.cells()];
-        for (g, (grp_bodies, grp_targets)) in bodies.iter().zip(&targets).enumerate() {
+        for (g, (orig, grp_targets)) in input.iter().zip(&targets).enumerate() {
             let p = g / spread.part;
+            let (start, size) = (spread.starts[p], spread.starts[p + 1] - spread.starts[p]);
             for s in 0..2 {
                 for l in 0..L {
-                    let (b, t) = (grp_bodies[s][l], grp_targets[s][l]);
+                    let (o, t) = (orig[s][l], grp_targets[s][l]);
                     // The first link of each cell in the pass's order, and only that,
                     // replaces its record.
                     let first =
-                        !std::mem::replace(&mut reached[starts[p] + (t & !FIRST) as usize], true);
+                        !std::mem::replace(&mut reached[start + (t & !FIRST) as usize], true);
                     assert_eq!(t & FIRST != 0, first, "group {g}, side {s}, lane {l}");
                     let t = t & !FIRST;
-                    if b == ground {
-                        assert_eq!(t as usize, spread.sizes[p] - 1, "the part's sink");
+                    if o == ground {
+                        assert_eq!(t as usize, size - 1, "the part's sink");
                         continue;
                     }
-                    assert!((t as usize) < spread.sizes[p] - 1);
-                    acc[starts[p] + t as usize] += 1;
-                    links[b as usize] += 1;
+                    assert!((t as usize) < size - 1);
+                    acc[start + t as usize] += 1;
+                    links[o as usize] += 1;
                 }
             }
         }
-        for (b, &count) in links.iter().enumerate() {
-            let cells = spread.cells_of(b as u32);
-            assert_eq!(cells.is_empty(), b >= 50, "body {b}");
-            let sum: u32 = cells.iter().map(|&c| acc[c as usize]).sum();
-            assert_eq!(sum, count, "body {b}");
-            // One cell per part that touches the body, in part order, none empty.
-            assert!(cells.windows(2).all(|w| w[0] < w[1]), "body {b}: {cells:?}");
-            assert!(cells.iter().all(|&c| acc[c as usize] > 0), "body {b}");
-            let parts: Vec<usize> = cells
-                .iter()
-                .map(|&c| starts.iter().rposition(|&s| s <= c as usize).unwrap())
-                .collect();
-            assert!(parts.windows(2).all(|w| w[0] < w[1]), "body {b}: {parts:?}");
+        let mut folded = acc.clone();
+        for (p, fold) in spread.folds.iter().enumerate() {
+            for e in &spread.extras[fold.clone()] {
+                let q = e.part as usize;
+                assert!(q > p, "an extra lies in a later part");
+                folded[e.body as usize] += acc[spread.starts[q] + spread.own[q] + e.at as usize];
+            }
         }
-        assert!(spread.cells_of(ground).is_empty());
+        for (o, n) in number.iter().enumerate() {
+            let Some(b) = *n else { continue };
+            let cells = spread.cells_of(b);
+            let sum: u32 = cells.iter().map(|&c| acc[c as usize]).sum();
+            assert_eq!(sum, links[o], "body {o}");
+            assert_eq!(folded[b as usize], links[o], "body {o}, folded");
+            // One cell per part that touches the body, in part order, none empty.
+            assert!(cells.windows(2).all(|w| w[0] < w[1]), "body {o}: {cells:?}");
+            assert!(cells.iter().all(|&c| acc[c as usize] > 0), "body {o}");
+        }
+        // In one part, no body has a second cell.
+        let mut one = input.clone();
+        let (single, _) = Spread::new(&mut one, n_bodies, 1);
+        assert!(single.extras.is_empty());
+        assert_eq!(single.cells(), 50 + 1);
     }
 }

@@ -2,18 +2,28 @@
 //! the compact rows of a sphere contact, expanded in registers.
 //!
 //! Every block is stored padded to 3 rows × 2 bodies; a row of body `s` is `[linear |
-//! angular]` (linear velocity in the world frame, angular in the body frame). A contact
-//! between two bodies has the same linear rows on both sides up to the sign (the contact
-//! frame: `−F` on the first body, `F` on the second); at a sphere the lever arm is along
-//! the normal, so the normal row has no angular part. Such a block is determined by the
-//! frame `F` (9 values) and the tangent rows' angular parts of each body (2 × 6): 21 values
-//! instead of 36. Joints and contacts of other shapes keep the full rows.
+//! angular]` (linear velocity in the world frame, angular in the body frame). The kernel
+//! stores the rows scaled by the bodies' masses, `J̃_{k,s} = J_{k,s} M_s^{-1/2}` (column
+//! `c` times `√(M⁻¹_s)_c`, the scales of [`scales`]): then `J M⁻¹ Jᵀ = J̃ J̃ᵀ`, and the
+//! kernel's body velocities are `w̃ = M^{1/2} w = J̃ᵀ γ`, with no `M⁻¹` in its loops.
+//!
+//! A contact between two bodies has the same linear rows on both sides up to the sign (the
+//! contact frame: `−F` on the first body, `F` on the second); at a sphere the lever arm is
+//! along the normal, so the normal row has no angular part. A rigid body's linear `M⁻¹` is
+//! `m⁻¹ I`, one scale for its three linear columns. Such a block is determined by the frame
+//! `F` (9 values) and the scaled tangent rows' angular parts of each body (2 × 6): 21 values
+//! instead of 36; the scaled linear rows of body `s` are `∓σ_s F`, with `σ_s = √m_s⁻¹` the
+//! body's linear scale, which the kernel holds per body ([`Rows::LINEAR`]). Joints and
+//! contacts of other shapes keep the full rows.
 
 use super::lanes::{L, Lanes, mul, mul_add, sub};
 use crate::problem::real::Real;
 
 /// The body velocities a group's blocks gather: per side, 6 components of `L` lanes.
 pub(crate) type Velocities<T> = [[Lanes<T>; 6]; 2];
+
+/// One value per side and lane of a group.
+pub(crate) type Sides<T> = [Lanes<T>; 2];
 
 /// A group of `L` blocks' Jacobian rows in the kernel's storage, lane `l` block `l` of the
 /// group, and their products with the two bodies' sides.
@@ -22,15 +32,31 @@ pub(crate) trait Rows<T: Real>: Send + Sync + 'static {
     type Group: Copy + Send + Sync;
     /// Values stored per block.
     const VALUES: u64;
+    /// Whether the products need each side's linear scale `σ_s` (else they are passed
+    /// ones).
+    const LINEAR: bool;
     /// A group of zero rows (the padding of a group that is not full).
     const ZERO: Self::Group;
     /// Stores the padded rows `full` (side `s`, row `i`, column `c` at `(3 s + i) · 6 + c`)
-    /// in lane `l` of `group`.
-    fn encode(full: &[f64; 36], group: &mut Self::Group, l: usize);
-    /// `J_{k,0} w_0 + J_{k,1} w_1` per lane.
-    fn times(group: &Self::Group, w: &Velocities<T>) -> [Lanes<T>; 3];
-    /// `J_{k,s}ᵀ g` of both sides per lane.
-    fn transpose_times(group: &Self::Group, g: &[Lanes<T>; 3]) -> Velocities<T>;
+    /// scaled by `scale` (side `s`, column `c`: [`scales`]) in lane `l` of `group`.
+    fn encode(full: &[f64; 36], scale: &Scales, group: &mut Self::Group, l: usize);
+    /// `J̃_{k,0} w̃_0 + J̃_{k,1} w̃_1` per lane, the sides' linear scales `sigma`.
+    fn times(group: &Self::Group, sigma: &Sides<T>, w: &Velocities<T>) -> [Lanes<T>; 3];
+    /// `J̃_{k,s}ᵀ g` of both sides per lane, the sides' linear scales `sigma`.
+    fn transpose_times(group: &Self::Group, sigma: &Sides<T>, g: &[Lanes<T>; 3]) -> Velocities<T>;
+}
+
+/// Per side of a block, the scale of each column of its rows: `√(M⁻¹_s)_c` of the side's
+/// body (the diagonal of `M⁻¹` is never negative), 0 for a missing body (the ground).
+pub(crate) type Scales = [[f64; 6]; 2];
+
+/// The scales of a block on the bodies whose diagonals of `M⁻¹` are `inv_mass` (one or two).
+pub(crate) fn scales(inv_mass: &[[f64; 6]]) -> Scales {
+    let mut scale = [[0.0; 6]; 2];
+    for (side, m) in scale.iter_mut().zip(inv_mass) {
+        *side = m.map(f64::sqrt);
+    }
+    scale
 }
 
 /// The full padded rows, 36 values per block.
@@ -39,16 +65,17 @@ pub(crate) struct Full;
 impl<T: Real> Rows<T> for Full {
     type Group = [Lanes<T>; 36];
     const VALUES: u64 = 36;
+    const LINEAR: bool = false;
     const ZERO: Self::Group = [[T::ZERO; L]; 36];
 
-    fn encode(full: &[f64; 36], group: &mut Self::Group, l: usize) {
-        for (v, &x) in group.iter_mut().zip(full) {
-            v[l] = T::from_f64(x);
+    fn encode(full: &[f64; 36], scale: &Scales, group: &mut Self::Group, l: usize) {
+        for (j, (v, &x)) in group.iter_mut().zip(full).enumerate() {
+            v[l] = T::from_f64(x * scale[j / 18][j % 6]);
         }
     }
 
     #[inline(always)]
-    fn times(b: &Self::Group, w: &Velocities<T>) -> [Lanes<T>; 3] {
+    fn times(b: &Self::Group, _: &Sides<T>, w: &Velocities<T>) -> [Lanes<T>; 3] {
         let mut u = [[T::ZERO; L]; 3];
         for (i, ui) in u.iter_mut().enumerate() {
             for s in 0..2 {
@@ -61,7 +88,7 @@ impl<T: Real> Rows<T> for Full {
     }
 
     #[inline(always)]
-    fn transpose_times(b: &Self::Group, g: &[Lanes<T>; 3]) -> Velocities<T> {
+    fn transpose_times(b: &Self::Group, _: &Sides<T>, g: &[Lanes<T>; 3]) -> Velocities<T> {
         let mut v = [[[T::ZERO; L]; 6]; 2];
         for (s, side) in v.iter_mut().enumerate() {
             for (c, vc) in side.iter_mut().enumerate() {
@@ -75,8 +102,8 @@ impl<T: Real> Rows<T> for Full {
 }
 
 /// A sphere contact: the frame `F` (rows `n`, `t1`, `t2`; the first body's linear rows are
-/// `−F`, the second's `F`), then the angular parts of the tangent rows of each body, 21
-/// values per block.
+/// `−F`, the second's `F`, each times its linear scale), then the scaled angular parts of
+/// the tangent rows of each body, 21 values per block.
 pub(crate) struct Compact;
 
 /// Offset of the angular parts of side `s`'s tangent rows in a compact block.
@@ -85,11 +112,12 @@ const fn angular(s: usize) -> usize {
 }
 
 impl Compact {
-    /// Whether the padded rows `full` of a block on `bodies` (1 or 2) bodies are a sphere
-    /// contact's: the second body's linear rows are exactly the negated first's, and the
-    /// normal row of each body has no angular part (at most `1e-12` times the largest entry
-    /// of that body's rows: what rounding leaves of `r × n` with `r` along `n`).
-    pub(crate) fn fits(full: &[f64; 36], bodies: usize) -> bool {
+    /// Whether the padded rows `full` of a block on `bodies` (1 or 2) bodies with column
+    /// scales `scale` are a sphere contact's: the second body's linear rows are exactly the
+    /// negated first's, the normal row of each body has no angular part (at most `1e-12`
+    /// times the largest entry of that body's rows: what rounding leaves of `r × n` with
+    /// `r` along `n`), and each body's three linear columns have one scale.
+    pub(crate) fn fits(full: &[f64; 36], scale: &Scales, bodies: usize) -> bool {
         // Straight loops over the fixed-size sides (iterator adaptors here cost several
         // times the arithmetic: this test runs once per block per solve).
         let side = |s: usize| -> &[f64; 18] {
@@ -123,16 +151,21 @@ impl Compact {
             }
             free
         };
-        (bodies == 1 || linear_pair) && normal_free(first) && (bodies == 1 || normal_free(second))
+        let one_mass = |s: &[f64; 6]| s[0] == s[1] && s[1] == s[2];
+        (bodies == 1 || linear_pair)
+            && normal_free(first)
+            && (bodies == 1 || normal_free(second))
+            && scale[..bodies].iter().all(one_mass)
     }
 }
 
 impl<T: Real> Rows<T> for Compact {
     type Group = [Lanes<T>; 21];
     const VALUES: u64 = 21;
+    const LINEAR: bool = true;
     const ZERO: Self::Group = [[T::ZERO; L]; 21];
 
-    fn encode(full: &[f64; 36], group: &mut Self::Group, l: usize) {
+    fn encode(full: &[f64; 36], scale: &Scales, group: &mut Self::Group, l: usize) {
         for i in 0..3 {
             for c in 0..3 {
                 group[3 * i + c][l] = T::from_f64(-full[i * 6 + c]);
@@ -142,21 +175,20 @@ impl<T: Real> Rows<T> for Compact {
             for i in 1..3 {
                 for c in 0..3 {
                     group[angular(s) + 3 * (i - 1) + c][l] =
-                        T::from_f64(full[(3 * s + i) * 6 + 3 + c]);
+                        T::from_f64(full[(3 * s + i) * 6 + 3 + c] * scale[s][3 + c]);
                 }
             }
         }
     }
 
-    /// `F (v₁ − v₀)` plus the tangent rows' angular parts times each body's angular
-    /// velocity (the normal row has none).
+    /// `F (σ₁ w̃₁ − σ₀ w̃₀)` (linear parts) plus the tangent rows' scaled angular parts times
+    /// each body's angular `w̃` (the normal row has none).
     #[inline(always)]
-    fn times(b: &Self::Group, w: &Velocities<T>) -> [Lanes<T>; 3] {
-        let dv = [
-            sub(w[1][0], w[0][0]),
-            sub(w[1][1], w[0][1]),
-            sub(w[1][2], w[0][2]),
-        ];
+    fn times(b: &Self::Group, sigma: &Sides<T>, w: &Velocities<T>) -> [Lanes<T>; 3] {
+        let mut dv = [[T::ZERO; L]; 3];
+        for (c, d) in dv.iter_mut().enumerate() {
+            *d = sub(mul(sigma[1], w[1][c]), mul(sigma[0], w[0][c]));
+        }
         let mut u = [[T::ZERO; L]; 3];
         for (i, ui) in u.iter_mut().enumerate() {
             *ui = mul(b[3 * i], dv[0]);
@@ -173,17 +205,18 @@ impl<T: Real> Rows<T> for Compact {
         u
     }
 
-    /// Linear: `∓Fᵀ g`; angular: the tangent rows' parts times `g_t`.
+    /// Linear: `∓σ_s Fᵀ g`; angular: the tangent rows' scaled parts times `g_t`.
     #[inline(always)]
-    fn transpose_times(b: &Self::Group, g: &[Lanes<T>; 3]) -> Velocities<T> {
+    fn transpose_times(b: &Self::Group, sigma: &Sides<T>, g: &[Lanes<T>; 3]) -> Velocities<T> {
         let mut v = [[[T::ZERO; L]; 6]; 2];
         for c in 0..3 {
             let mut x = mul(b[c], g[0]);
             x = mul_add(x, b[3 + c], g[1]);
             x = mul_add(x, b[6 + c], g[2]);
-            v[1][c] = x;
+            v[1][c] = mul(sigma[1], x);
+            let x0 = mul(sigma[0], x);
             for l in 0..L {
-                v[0][c][l] = -x[l];
+                v[0][c][l] = -x0[l];
             }
         }
         for (s, side) in v.iter_mut().enumerate() {
@@ -223,16 +256,26 @@ mod tests {
         full
     }
 
+    /// The scales of two bodies of different masses and inertias.
+    fn two_bodies() -> Scales {
+        scales(&[
+            [4.0, 4.0, 4.0, 0.5, 0.3, 0.7],
+            [0.25, 0.25, 0.25, 9.0, 1.0, 2.0],
+        ])
+    }
+
     #[test]
     fn compact_rows_act_as_the_full_ones() {
-        let full = sphere_contact();
-        assert!(Compact::fits(&full, 2));
+        let (full, scale) = (sphere_contact(), two_bodies());
+        assert!(Compact::fits(&full, &scale, 2));
         let (mut f, mut c) = (<Full as Rows<f64>>::ZERO, <Compact as Rows<f64>>::ZERO);
         // The block in every lane but the last, which stays zero padding.
         for l in 0..L - 1 {
-            Full::encode(&full, &mut f, l);
-            Compact::encode(&full, &mut c, l);
+            Full::encode(&full, &scale, &mut f, l);
+            Compact::encode(&full, &scale, &mut c, l);
         }
+        // The scaled rows `J M^{-1/2}`.
+        let scaled = |s: usize, i: usize, col: usize| full[(3 * s + i) * 6 + col] * scale[s][col];
         let w: Velocities<f64> = std::array::from_fn(|s| {
             std::array::from_fn(|col| {
                 std::array::from_fn(|l| (s * 6 + col) as f64 - 0.3 * l as f64)
@@ -240,10 +283,11 @@ mod tests {
         });
         let g: [Lanes<f64>; 3] =
             std::array::from_fn(|i| std::array::from_fn(|l| 1.5 - i as f64 + 0.25 * l as f64));
-        let (uf, uc) = (Full::times(&f, &w), Compact::times(&c, &w));
+        let sigma: Sides<f64> = std::array::from_fn(|s| [scale[s][0]; L]);
+        let (uf, uc) = (Full::times(&f, &sigma, &w), Compact::times(&c, &sigma, &w));
         let (vf, vc) = (
-            Full::transpose_times(&f, &g),
-            Compact::transpose_times(&c, &g),
+            Full::transpose_times(&f, &sigma, &g),
+            Compact::transpose_times(&c, &sigma, &g),
         );
         for l in 0..L {
             let on = if l < L - 1 { 1.0 } else { 0.0 };
@@ -251,7 +295,7 @@ mod tests {
                 let want: f64 = (0..2)
                     .map(|s| {
                         (0..6)
-                            .map(|col| full[(3 * s + i) * 6 + col] * w[s][col][l])
+                            .map(|col| scaled(s, i, col) * w[s][col][l])
                             .sum::<f64>()
                     })
                     .sum();
@@ -261,7 +305,7 @@ mod tests {
             }
             for s in 0..2 {
                 for col in 0..6 {
-                    let want: f64 = (0..3).map(|i| full[(3 * s + i) * 6 + col] * g[i][l]).sum();
+                    let want: f64 = (0..3).map(|i| scaled(s, i, col) * g[i][l]).sum();
                     for v in [vf[s][col][l], vc[s][col][l]] {
                         assert!((v - on * want).abs() < 1e-13, "{l} {s} {col}: {v} {want}");
                     }
@@ -272,24 +316,30 @@ mod tests {
 
     #[test]
     fn other_blocks_do_not_fit() {
+        let scale = two_bodies();
         let mut lever = sphere_contact();
         lever[3 + 1] = 0.05; // the normal row of a box corner has an angular part
-        assert!(!Compact::fits(&lever, 2));
+        assert!(!Compact::fits(&lever, &scale, 2));
         let mut joint = sphere_contact();
         joint[6 * 3] = 0.5; // linear rows that are not opposite
-        assert!(!Compact::fits(&joint, 2));
+        assert!(!Compact::fits(&joint, &scale, 2));
         assert!(
-            Compact::fits(&joint, 1),
+            Compact::fits(&joint, &scale, 1),
             "one body: only its own rows count"
         );
         // What rounding leaves of `r × n` with `r` along `n` fits; more does not, nor NaN.
         let mut rounded = sphere_contact();
         rounded[3 + 2] = 1e-13;
-        assert!(Compact::fits(&rounded, 2));
+        assert!(Compact::fits(&rounded, &scale, 2));
         rounded[18 + 3] = -1e-11;
-        assert!(!Compact::fits(&rounded, 2));
+        assert!(!Compact::fits(&rounded, &scale, 2));
         let mut nan = sphere_contact();
         nan[3] = f64::NAN;
-        assert!(!Compact::fits(&nan, 2));
+        assert!(!Compact::fits(&nan, &scale, 2));
+        // A body whose linear columns have different masses.
+        let mut anisotropic = scale;
+        anisotropic[1][2] = 0.4;
+        assert!(!Compact::fits(&sphere_contact(), &anisotropic, 2));
+        assert!(Compact::fits(&sphere_contact(), &anisotropic, 1));
     }
 }
