@@ -312,12 +312,13 @@ impl Spread {
     /// The cells of groups on the bodies `bodies` (per group, side and lane; `n_bodies`
     /// bodies, the ground body `n_bodies`) in at most `parts` parts, the bodies renumbered
     /// in place by their first cells (the ground by the record past the cells); returns
-    /// the spread and each group's targets.
+    /// the spread, each group's targets and the first cell of each input body
+    /// (`u32::MAX` for a body that no group reaches).
     fn new(
         bodies: &mut [[[u32; L]; 2]],
         n_bodies: usize,
         parts: usize,
-    ) -> (Spread, Vec<[[u32; L]; 2]>) {
+    ) -> (Spread, Vec<[[u32; L]; 2]>, Vec<u32>) {
         let part = bodies.len().div_ceil(parts).div_ceil(CHUNK).max(1) * CHUNK;
         let ground = n_bodies as u32;
         // Per body its first cell, and the last part that gave it an extra cell with that
@@ -409,7 +410,7 @@ impl Spread {
             extras,
             folds,
         };
-        (spread, all_targets)
+        (spread, all_targets, number)
     }
 
     /// The number of cells, the sinks included: the ground's record.
@@ -609,15 +610,13 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 .collect()
         });
         let mut bodies: Vec<_> = groups.iter().map(|g| g.bodies).collect();
-        let system = J::LINEAR.then(|| bodies.clone());
-        let (spread, targets) = Spread::new(&mut bodies, n_bodies, sweep.parts());
+        let (spread, targets, first) = Spread::new(&mut bodies, n_bodies, sweep.parts());
         let mut linear = Vec::new();
-        if let Some(system) = system {
+        if J::LINEAR {
             linear = vec![T::ZERO; spread.cells() + 1];
-            let pairs = system.iter().flatten().flatten();
-            for (&b, &n) in pairs.zip(bodies.iter().flatten().flatten()) {
-                if b != ground {
-                    linear[n as usize] = t(f.inv_mass()[b as usize][0].sqrt());
+            for (m, &n) in f.inv_mass().iter().zip(&first) {
+                if n != u32::MAX {
+                    linear[n as usize] = t(m[0].sqrt());
                 }
             }
         }
@@ -1615,7 +1614,7 @@ mod tests {
             })
             .collect();
         let mut bodies = input.clone();
-        let (spread, targets) = Spread::new(&mut bodies, n_bodies, PARTS);
+        let (spread, targets, first) = Spread::new(&mut bodies, n_bodies, PARTS);
         assert_eq!(spread.part, CHUNK);
         assert_eq!(spread.own.len(), 6);
         let cells = spread.cells() as u32;
@@ -1644,6 +1643,11 @@ mod tests {
             }
         }
         assert_eq!(number.iter().filter(|n| n.is_some()).count(), 50);
+        let returned: Vec<Option<u32>> = first
+            .iter()
+            .map(|&n| (n != u32::MAX).then_some(n))
+            .collect();
+        assert_eq!(returned, number, "the first cells returned");
         // Spread one unit per link: each body's cells then sum to its number of links, and
         // the fold leaves that sum in its first cell.
         let mut acc = vec![0u32; spread.cells()];
@@ -1691,7 +1695,7 @@ mod tests {
         }
         // In one part, no body has a second cell.
         let mut one = input.clone();
-        let (single, _) = Spread::new(&mut one, n_bodies, 1);
+        let (single, ..) = Spread::new(&mut one, n_bodies, 1);
         assert!(single.extras.is_empty());
         assert_eq!(single.cells(), 50 + 1);
     }
