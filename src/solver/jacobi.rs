@@ -50,6 +50,7 @@ impl OnKernel for Jacobi {
                 omega,
                 sweep: kernel::Sweep::Jacobi,
                 groups: &[&all],
+                tiles: kernel::ONE_TILE,
             };
             return Ok(kernel::solve(&job, spare));
         }

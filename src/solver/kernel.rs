@@ -10,8 +10,9 @@
 //! so that `J M⁻¹ Jᵀ = J̃ J̃ᵀ` and the body velocities the kernel keeps are `w̃ = M^{1/2} w =
 //! J̃ᵀ γ`: no loop reads `M⁻¹`.
 //!
-//! - Per group (blocks in sweep order: colour by colour for the coloured sweep, each colour
-//!   padded to whole groups with zero blocks on the ground): the scaled Jacobian rows
+//! - Per group (blocks in sweep order: for the coloured sweep stage by stage, tile by tile,
+//!   colour by colour, [`super::colored::Tiling`], each colour padded to whole groups with
+//!   zero blocks on the ground): the scaled Jacobian rows
 //!   padded to 3 rows × 2 bodies, full (36 values per block) or, when every block is a
 //!   sphere contact, compact (frame and scaled tangent rows' angular parts, 21 values,
 //!   expanded in registers with the bodies' linear scales: [`super::rows`]); the two body
@@ -518,6 +519,10 @@ pub(crate) struct Kernel<T: Lane, J: Rows<T>> {
     order: Vec<Option<usize>>,
     /// Groups of each colour (one range for Jacobi).
     colours: Vec<Range<usize>>,
+    /// The colours of each tile, and the tiles of each stage, of the coloured sweep
+    /// ([`super::colored::Tiling`]; one tile of one colour for Jacobi).
+    tiles: Vec<Range<usize>>,
+    stages: Vec<Range<usize>>,
     groups: Vec<Group<T, J>>,
     compliance: Option<Vec<[Lanes<T>; 3]>>,
     /// Per body (by its first cell, the ground's zero last), its linear scale `σ = √m⁻¹`
@@ -538,12 +543,13 @@ pub(crate) struct Kernel<T: Lane, J: Rows<T>> {
 
 impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// The kernel of `sweep` on `sys` (factored, operator `f`) with the blocks in the order
-    /// of `colours` (each a list of system blocks; one list for Jacobi), block steps `eta`.
-    /// The groups are written in `groups` (any contents, its memory reused).
+    /// of `colours` (each a list of system blocks; one list for Jacobi), run in the tiles and
+    /// stages `tiles` ([`Job::tiles`]), block steps `eta`. The groups are written in
+    /// `groups` (any contents, its memory reused).
     fn new(
         sys: &System,
         f: &FactoredOperator,
-        (sweep, colours): (Sweep, &[&[usize]]),
+        (sweep, colours, tiles): (Sweep, &[&[usize]], Tiles<'_>),
         eta: &[f64],
         settings: &Settings,
         mut groups: Vec<Group<T, J>>,
@@ -627,6 +633,8 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         Kernel {
             order,
             colours: ranges,
+            tiles: tiles.0.to_vec(),
+            stages: tiles.1.to_vec(),
             groups,
             compliance,
             linear,
@@ -973,8 +981,8 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         total.merge(sums.total())
     }
 
-    /// The coloured Gauss–Seidel step of the groups `gs` (from group `first`, one colour,
-    /// the first colour of the sweep when `first_colour`) into `out`, each followed by its
+    /// The coloured Gauss–Seidel step of the groups `gs` (from group `first`, one colour;
+    /// when `first_colour`, one whose bodies no block has moved in this sweep) into `out`, each followed by its
     /// update of the cells `w`; returns the residual sums at `gs` when `MEASURE` (else zero
     /// sums, as [`Kernel::jacobi_part`]), measured with `plain`, the velocities `w` had
     /// before the sweep (on the group's record already loaded for the step: no pass of its
@@ -1127,45 +1135,96 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             });
     }
 
-    /// One coloured Gauss–Seidel sweep from `gamma` into `next`: each colour's groups in
-    /// parallel, each moved with the current cells `w`, which it then updates,
-    /// `w̃_b += J̃_{k,s}ᵀ Δγ_k` (no two blocks of a colour share a body, so no two lanes
-    /// either). `plain` holds `w̃ = J̃ᵀ γ` at `gamma`, the cells' values before
-    /// the sweep: each block measures its residual at `gamma` with it (as Jacobi's pass
-    /// does), so the residual needs no pass of its own. Returns the residual sums at
-    /// `gamma` when `measure` (else zero sums), added colour by colour.
+    /// One coloured Gauss–Seidel sweep from `gamma` into `next`: stage by stage, the tiles
+    /// of a stage in parallel, each tile's colours in sequence, each colour's groups in
+    /// parallel ([`super::colored::Tiling`]), each group moved with the current cells `w`,
+    /// which it then updates, `w̃_b += J̃_{k,s}ᵀ Δγ_k` (no two blocks of a colour share a
+    /// body, so no two lanes either; nor do two tiles of a stage). `plain` holds `w̃ = J̃ᵀ γ`
+    /// at `gamma`, the cells' values before the sweep: each block measures its residual at
+    /// `gamma` with it (as Jacobi's pass does), so the residual needs no pass of its own.
+    /// Returns the residual sums at `gamma` when `measure` (else zero sums), added chunk by
+    /// chunk, colour by colour, tile by tile.
     fn colored_pass(
         &self,
         gamma: &[Impulses<T>],
         plain: &[Record<T>],
         w: &Shared<T>,
-        (omega, measure): (T, bool),
+        step: (T, bool),
         next: &mut [Impulses<T>],
     ) -> Sums {
         let mut sums = Sums::default();
-        for (colour, range) in self.colours.iter().enumerate() {
-            let start = range.start;
-            let parts: Vec<Sums> = next[range.clone()]
-                .par_chunks_mut(CHUNK)
-                .zip(gamma[range.clone()].par_chunks(CHUNK))
-                .enumerate()
-                .map(|(c, (out, gs))| {
-                    self.isa.run(SweepChunk {
-                        kernel: self,
-                        first: start + c * CHUNK,
-                        first_colour: colour == 0,
-                        gs,
-                        out,
-                        plain,
-                        w,
-                        omega,
-                        measure,
-                    })
+        let mut rest = next;
+        for (s, stage) in self.stages.iter().enumerate() {
+            // Each tile's part of `next`: the tiles of a stage are consecutive.
+            let mut outs = Vec::with_capacity(stage.len());
+            for tile in &self.tiles[stage.clone()] {
+                let (out, tail) = std::mem::take(&mut rest).split_at_mut(self.span(tile).len());
+                outs.push(out);
+                rest = tail;
+            }
+            let tiles: Vec<Sums> = outs
+                .into_par_iter()
+                .zip(&self.tiles[stage.clone()])
+                .map(|(mut out, tile)| {
+                    let mut sums = Sums::default();
+                    for c in tile.clone() {
+                        let range = self.colours[c].clone();
+                        let (o, tail) = std::mem::take(&mut out).split_at_mut(range.len());
+                        out = tail;
+                        // A tile of the first stage starts on bodies no block has moved.
+                        let first = s == 0 && c == tile.start;
+                        sums = self.colour_pass(range, first, (gamma, plain, w), step, o, sums);
+                    }
+                    sums
                 })
                 .collect();
-            sums = parts.into_iter().fold(sums, Sums::merge);
+            sums = tiles.into_iter().fold(sums, Sums::merge);
         }
         sums
+    }
+
+    /// The groups of the colours `tile`.
+    fn span(&self, tile: &Range<usize>) -> Range<usize> {
+        match (self.colours.get(tile.start), tile.end.checked_sub(1)) {
+            (Some(first), Some(last)) if tile.end > tile.start => {
+                first.start..self.colours[last].end
+            }
+            _ => 0..0,
+        }
+    }
+
+    /// The groups `range` of one colour (its first to move its bodies when `first`) in
+    /// parallel chunks into `next` ([`Kernel::sweep_chunk`]); returns `sums` with the
+    /// chunks' residual sums added.
+    fn colour_pass(
+        &self,
+        range: Range<usize>,
+        first_colour: bool,
+        (gamma, plain, w): (&[Impulses<T>], &[Record<T>], &Shared<T>),
+        (omega, measure): (T, bool),
+        next: &mut [Impulses<T>],
+        sums: Sums,
+    ) -> Sums {
+        let start = range.start;
+        let parts: Vec<Sums> = next
+            .par_chunks_mut(CHUNK)
+            .zip(gamma[range].par_chunks(CHUNK))
+            .enumerate()
+            .map(|(c, (out, gs))| {
+                self.isa.run(SweepChunk {
+                    kernel: self,
+                    first: start + c * CHUNK,
+                    first_colour,
+                    gs,
+                    out,
+                    plain,
+                    w,
+                    omega,
+                    measure,
+                })
+            })
+            .collect();
+        parts.into_iter().fold(sums, Sums::merge)
     }
 }
 
@@ -1257,7 +1316,20 @@ pub(crate) struct Job<'a> {
     pub omega: f64,
     pub sweep: Sweep,
     pub groups: &'a [&'a [usize]],
+    /// The colours of each tile and the tiles of each stage ([`super::colored::Tiling`]);
+    /// one tile of one colour for Jacobi.
+    pub tiles: Tiles<'a>,
 }
+
+/// The colours of each tile and the tiles of each stage of a kernel's sweep
+/// ([`super::colored::Tiling`]).
+pub(crate) type Tiles<'a> = (&'a [Range<usize>], &'a [Range<usize>]);
+
+/// The tiles of Jacobi's kernel: one of one colour, in one stage.
+pub(crate) const ONE_TILE: Tiles<'static> = (&[ONE], &[ONE]);
+
+/// The range of one colour (of one tile).
+const ONE: Range<usize> = 0..1;
 
 /// Runs `job` in the precision of its settings, in the buffers of `spare`. The returned
 /// iterate (the last one if converged, else the best) carries its `f64` residual.
@@ -1386,6 +1458,7 @@ fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare) -> Report {
         omega,
         sweep,
         groups,
+        tiles,
     } = job;
     let Buffers {
         groups: memory,
@@ -1394,7 +1467,7 @@ fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare) -> Report {
         mut acc,
     } = spare.take::<T, J>();
     let eta = block_steps(sys, settings.block_step);
-    let kernel = Kernel::<T, J>::new(sys, f, (sweep, groups), &eta, settings, memory);
+    let kernel = Kernel::<T, J>::new(sys, f, (sweep, groups, tiles), &eta, settings, memory);
     let omega = T::from_f64(omega);
     let gamma0 = initial_iterate(sys, settings);
     kernel.gather(sys, &gamma0, &mut cur);

@@ -7,7 +7,7 @@
 //! where the bytes go.
 
 use super::Settings;
-use super::colored::Colouring;
+use super::colored::Tiling;
 use super::kernel::{self, Sweep};
 use crate::problem::System;
 
@@ -161,8 +161,8 @@ pub fn of(solver: &str, sys: &System, settings: &Settings) -> Option<Traffic> {
             kernel::traffic(sys, Sweep::Jacobi, &[&all], settings)
         }
         "pgs-colored" => {
-            let colouring = Colouring::of(sys);
-            let colours: Vec<&[usize]> = colouring.colours().collect();
+            let tiling = Tiling::of(sys, sys.factored()?);
+            let colours: Vec<&[usize]> = tiling.colouring().colours().collect();
             kernel::traffic(sys, Sweep::Colored, &colours, settings)
         }
         "pgs" => gauss_seidel(sys),
