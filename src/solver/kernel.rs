@@ -478,7 +478,8 @@ impl<T: Lane> Cells<T> for [Record<T>] {
     }
 }
 
-/// Body velocities in atomic cells, which the blocks of one colour update in parallel.
+/// Body velocities in atomic cells, which the blocks of one colour (and the tiles of one
+/// stage) update in parallel.
 struct Shared<T: Lane>(Vec<[T::Atomic; W]>);
 
 impl<T: Lane> Cells<T> for Shared<T> {
@@ -1016,9 +1017,10 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             }
             let grp = &self.groups[gi];
             let cone = Cones::of(&grp.mu);
-            // The colours before this one have moved `w` since the sweep began; the first
-            // colour's velocities are those of `plain` (a sweep that measures starts with
-            // `plain` a copy of the cells: [`Kernel::unshare`]).
+            // The colours before this one have moved `w` since the sweep began; in the
+            // first colour of a tile of the first stage, the velocities are those of
+            // `plain` (a sweep that measures starts with `plain` a copy of the cells:
+            // [`Kernel::unshare`]).
             let sigma = self.sigma(gi);
             let (wb, u_hat) = if MEASURE && first_colour {
                 let wb = self.gather_bodies(moves, gi, plain, &sigma);
