@@ -182,7 +182,8 @@ impl Tiling {
             }
         };
         let tile_of = |k: usize| if count == 1 { 0 } else { k / TILE };
-        // Each tile's stage: the smallest that no tile before it sharing a body has.
+        // Each tile's stage: the smallest that no tile before it sharing a body has
+        // (stamp[s] == t: stage s is taken by such a tile of tile t).
         let mut stage = vec![usize::MAX; count];
         let mut stamp: Vec<usize> = Vec::new();
         for t in 0..count {
@@ -197,13 +198,7 @@ impl Tiling {
                     }
                 }
             }
-            let s = (0..stamp.len())
-                .find(|&s| stamp[s] != t)
-                .unwrap_or(stamp.len());
-            if s == stamp.len() {
-                stamp.push(usize::MAX);
-            }
-            stage[t] = s;
+            stage[t] = smallest_free(&mut stamp, t);
         }
         let neighbours = Neighbours::Bodies(f);
         let mut colour = vec![usize::MAX; n];
@@ -259,15 +254,21 @@ fn greedy(neighbours: &Neighbours, range: Range<usize>, colour: &mut [usize]) ->
                 stamp[colour[l]] = k;
             }
         });
-        let c = (0..stamp.len())
-            .find(|&c| stamp[c] != k)
-            .unwrap_or(stamp.len());
-        if c == stamp.len() {
-            stamp.push(usize::MAX);
-        }
-        colour[k] = c;
+        colour[k] = smallest_free(&mut stamp, k);
     }
     stamp.len()
+}
+
+/// The smallest colour `c` with `stamp[c] != k` (not taken by a neighbour of item `k`), a
+/// new one if every colour is taken.
+fn smallest_free(stamp: &mut Vec<usize>, k: usize) -> usize {
+    let c = (0..stamp.len())
+        .find(|&c| stamp[c] != k)
+        .unwrap_or(stamp.len());
+    if c == stamp.len() {
+        stamp.push(usize::MAX);
+    }
+    c
 }
 
 /// The blocks coupled to each block.

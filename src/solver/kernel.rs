@@ -1160,7 +1160,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             // Each tile's part of `next`: the tiles of a stage are consecutive.
             let mut outs = Vec::with_capacity(stage.len());
             for tile in &self.tiles[stage.clone()] {
-                let (out, tail) = std::mem::take(&mut rest).split_at_mut(self.span(tile).len());
+                let (out, tail) = std::mem::take(&mut rest).split_at_mut(self.span(tile));
                 outs.push(out);
                 rest = tail;
             }
@@ -1185,14 +1185,9 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         sums
     }
 
-    /// The groups of the colours `tile`.
-    fn span(&self, tile: &Range<usize>) -> Range<usize> {
-        match (self.colours.get(tile.start), tile.end.checked_sub(1)) {
-            (Some(first), Some(last)) if tile.end > tile.start => {
-                first.start..self.colours[last].end
-            }
-            _ => 0..0,
-        }
+    /// The number of groups of the colours `tile`.
+    fn span(&self, tile: &Range<usize>) -> usize {
+        self.colours[tile.clone()].iter().map(Range::len).sum()
     }
 
     /// The groups `range` of one colour (its first to move its bodies when `first`) in
