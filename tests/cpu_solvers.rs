@@ -205,8 +205,10 @@ fn assembled(sys: &System) -> System {
 fn the_kernel_iterates_as_the_operator_path() {
     // A fixed number of iterations, no convergence test: the kernel (factored form) and the
     // operator's product (assembled form) give the same iterates to rounding, with the
-    // compact rows (sphere contacts only) and with the full rows (boxes, a chain of
-    // joints): the two encodings agree with each other through it.
+    // rows of spheres rebuilt from their normals (balls that have turned in 10 steps, walls
+    // on either side of a block), the compact rows (sphere contacts on bodies of unequal
+    // principal inertias) and the full rows (boxes, a chain of joints): the three
+    // encodings agree with each other through it.
     let settings = Settings {
         tol: 0.0,
         max_iter: 40,
@@ -215,26 +217,33 @@ fn the_kernel_iterates_as_the_operator_path() {
     };
     let packing = System::new(&granular_packing(300).unwrap()).unwrap();
     // The same packing with bodies of unequal masses and inertias (the kernel scales each
-    // side of a row by its own body's `M^{-1/2}`).
-    let mut unequal = granular_packing(300).unwrap();
-    let Operator::Factored(f) = &mut unequal.operator else {
-        panic!("a packing is factored")
+    // side of a row by its own body's `M^{-1/2}`): spheres (one inertia per body, the rows
+    // rebuilt from the normal) and bodies of unequal principal inertias (compact rows).
+    let unequal = |anisotropic: bool| {
+        let mut unequal = granular_packing(300).unwrap();
+        let Operator::Factored(f) = &mut unequal.operator else {
+            panic!("a packing is factored")
+        };
+        for (i, body) in f.bodies.iter_mut().enumerate() {
+            let k = 1.0 + (i % 7) as f64 * 0.75;
+            body.mass *= k;
+            body.inertia = body.inertia.map(|j| j * k * k);
+            if anisotropic {
+                body.inertia[i % 3] *= 1.5;
+            }
+        }
+        System::new(&unequal).unwrap()
     };
-    for (i, body) in f.bodies.iter_mut().enumerate() {
-        let k = 1.0 + (i % 7) as f64 * 0.75;
-        body.mass *= k;
-        body.inertia = body.inertia.map(|j| j * k * k);
-        body.inertia[i % 3] *= 1.5;
-    }
-    let unequal = System::new(&unequal).unwrap();
+    let (unequal_spheres, unequal) = (unequal(false), unequal(true));
     for (file, sets, steps, encoding) in [
         (
             "balls_in_box.toml",
             vec![("lattice.0.count", "100")],
             10,
-            "compact",
+            "sphere",
         ),
-        ("", vec![], 0, "compact"),
+        ("", vec![], 0, "sphere"),
+        ("unequal spheres", vec![], 0, "sphere"),
         ("unequal", vec![], 0, "compact"),
         (
             "wrecking_ball.toml",
@@ -254,6 +263,8 @@ fn the_kernel_iterates_as_the_operator_path() {
         let scene;
         let sys = if file.is_empty() {
             &packing
+        } else if file == "unequal spheres" {
+            &unequal_spheres
         } else if file == "unequal" {
             &unequal
         } else {

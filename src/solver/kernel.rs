@@ -15,7 +15,10 @@
 //!   zero blocks on the ground): the scaled Jacobian rows
 //!   padded to 3 rows × 2 bodies, full (36 values per block) or, when every block is a
 //!   sphere contact, compact (frame and scaled tangent rows' angular parts, 21 values,
-//!   expanded in registers with the bodies' linear scales: [`super::rows`]); the two body
+//!   expanded in registers with the bodies' linear scales: [`super::rows`]) or, when
+//!   moreover the frames follow the tangent rule and each body's angular rows are those of
+//!   one sphere, the normal alone (3 values, the rows rebuilt in registers with the bodies'
+//!   linear and lever scales: [`super::spheres`]); the two body
 //!   indices (a missing body is the "ground", a body whose velocity stays zero), `r`,
 //!   `η_k` and the cone's coefficient (`μ_k`; 0 for a unilateral block; −1 for a bilateral
 //!   one: no projection), and per side the accumulator cell of its product ([`Spread`]).
@@ -63,7 +66,8 @@ use rayon::prelude::*;
 use super::lanes::{self, Cones, Impulses, L, Lanes};
 use super::moves::{FIRST, Isa, Lane, Moves, Record, Task, W};
 use super::progress::{Progress, initial_iterate, norm_inf};
-use super::rows::{self, Compact, Full, Rows, Scales, Sides, Velocities};
+use super::rows::{Compact, Full, Operands, Rows, Velocities, block_scales, padded_rows};
+use super::spheres::{self, Sphere};
 use super::stream::Streamed;
 use super::traffic::{Term, Traffic};
 use super::{Criterion, Precision, Report, Session, Settings, Status, block_steps};
@@ -246,12 +250,12 @@ impl<T: Lane, J: Rows<T>> Clone for Group<T, J> {
 
 impl<T: Lane, J: Rows<T>> Copy for Group<T, J> {}
 
-/// A group's bodies as its blocks read them: their velocities `w̃` and linear scales `σ`
-/// ([`Kernel::sigma`]).
+/// A group's bodies as its blocks read them: their velocities `w̃`, with the operands of
+/// the group's products ([`Kernel::sigma`]).
 #[derive(Clone, Copy)]
-struct Bodies<T: Lane> {
+struct Bodies<T: Lane, R> {
     w: Velocities<T>,
-    sigma: Sides<T>,
+    sigma: Operands<T, R>,
 }
 
 /// Where the Jacobi pass writes: the next iterate and the accumulator cells of its
@@ -529,6 +533,9 @@ pub(crate) struct Kernel<T: Lane, J: Rows<T>> {
     /// Per body (by its first cell, the ground's zero last), its linear scale `σ = √m⁻¹`
     /// where the rows need it ([`Rows::LINEAR`]; else empty).
     linear: Vec<T>,
+    /// Per body as `linear`, its lever scale `ρ` where the rows need it ([`Rows::LEVERS`],
+    /// [`super::spheres`]; else empty).
+    levers: Vec<T>,
     /// Where the groups' products `J̃_{k,s}ᵀ γ_k` are summed.
     spread: Spread,
     r_norm: f64,
@@ -545,13 +552,14 @@ pub(crate) struct Kernel<T: Lane, J: Rows<T>> {
 impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// The kernel of `sweep` on `sys` (factored, operator `f`) with the blocks in the order
     /// of `colours` (each a list of system blocks; one list for Jacobi), run in the tiles and
-    /// stages `tiles` ([`Job::tiles`]), block steps `eta`. The groups are written in
-    /// `groups` (any contents, its memory reused).
+    /// stages `tiles` ([`Job::tiles`]), block steps `eta`, the bodies' lever scales `rho`
+    /// ([`Rows::LEVERS`]; else empty). The groups are written in `groups` (any contents,
+    /// its memory reused).
     fn new(
         sys: &System,
         f: &FactoredOperator,
         (sweep, colours, tiles): (Sweep, &[&[usize]], Tiles<'_>),
-        eta: &[f64],
+        (eta, rho): (&[f64], &[f64]),
         settings: &Settings,
         mut groups: Vec<Group<T, J>>,
     ) -> Self {
@@ -587,10 +595,12 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             *grp = empty;
             for (l, k) in blocks.iter().enumerate() {
                 let Some(k) = *k else { continue };
+                let full = padded_rows(f, k);
+                let side = usize::from(J::flipped(&full));
                 for (s, &body) in f.block_bodies(k).iter().enumerate() {
-                    grp.bodies[s][l] = body as u32;
+                    grp.bodies[s + side][l] = body as u32;
                 }
-                J::encode(&padded_rows(f, k), &block_scales(f, k), &mut grp.jac, l);
+                J::encode(&full, &block_scales(f, k), &mut grp.jac, l);
                 row3(sys.r(), k, &mut grp.r, l);
                 grp.eta[l] = t(eta[k]);
                 grp.mu[l] = match sys.cones()[k] {
@@ -618,12 +628,20 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         });
         let mut bodies: Vec<_> = groups.iter().map(|g| g.bodies).collect();
         let (spread, targets, first) = Spread::new(&mut bodies, n_bodies, sweep.parts());
-        let mut linear = Vec::new();
+        let (mut linear, mut levers) = (Vec::new(), Vec::new());
         if J::LINEAR {
             linear = vec![T::ZERO; spread.cells() + 1];
             for (m, &n) in f.inv_mass().iter().zip(&first) {
                 if n != u32::MAX {
                     linear[n as usize] = t(m[0].sqrt());
+                }
+            }
+        }
+        if J::LEVERS {
+            levers = vec![T::ZERO; spread.cells() + 1];
+            for (&r, &n) in rho.iter().zip(&first) {
+                if n != u32::MAX {
+                    levers[n as usize] = t(r);
                 }
             }
         }
@@ -639,6 +657,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             groups,
             compliance,
             linear,
+            levers,
             spread,
             r_norm: sys.r().iter().map(|x| x * x).sum::<f64>().sqrt(),
             shift: settings.friction == FrictionModel::Coulomb,
@@ -647,19 +666,33 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         }
     }
 
-    /// The linear scales `σ` of group `gi`'s bodies, ones where the rows need none
-    /// ([`Rows::LINEAR`]).
+    /// The operands of group `gi`'s products besides its rows ([`Operands`]): its bodies'
+    /// `σ`, ones where the rows need none ([`Rows::LINEAR`]), and `ρ`, zeros where they need
+    /// none ([`Rows::LEVERS`]), and what its rows rebuild ([`Rows::rebuild`]).
     #[inline(always)]
-    fn sigma(&self, gi: usize) -> Sides<T> {
-        let mut sigma = [[T::ONE; L]; 2];
+    fn sigma(&self, gi: usize) -> Operands<T, J::Rebuilt> {
+        let grp = &self.groups[gi];
+        let mut sc = Operands {
+            sigma: [[T::ONE; L]; 2],
+            rho: [[T::ZERO; L]; 2],
+            rebuilt: J::rebuild(&grp.jac),
+        };
+        let bodies = &grp.bodies;
         if J::LINEAR {
-            for (side, bodies) in sigma.iter_mut().zip(&self.groups[gi].bodies) {
+            for (side, bodies) in sc.sigma.iter_mut().zip(bodies) {
                 for (x, &b) in side.iter_mut().zip(bodies) {
                     *x = self.linear[b as usize];
                 }
             }
         }
-        sigma
+        if J::LEVERS {
+            for (side, bodies) in sc.rho.iter_mut().zip(bodies) {
+                for (x, &b) in side.iter_mut().zip(bodies) {
+                    *x = self.levers[b as usize];
+                }
+            }
+        }
+        sc
     }
 
     /// The ground's record in `w̃`, one past the cells ([`Spread`]): `w̃` has this many
@@ -747,7 +780,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         moves: M,
         gi: usize,
         g: &Impulses<T>,
-        sigma: &Sides<T>,
+        sigma: &Operands<T, J::Rebuilt>,
         cells: &mut [Record<T>],
     ) {
         let grp = &self.groups[gi];
@@ -787,7 +820,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         moves: M,
         gi: usize,
         g: &Impulses<T>,
-        (w, sigma): (&C, &Sides<T>),
+        (w, sigma): (&C, &Operands<T, J::Rebuilt>),
     ) -> ([Lanes<T>; 3], [Lanes<T>; 3]) {
         self.velocity_at(moves, gi, g, &self.gather_bodies(moves, gi, w, sigma))
     }
@@ -800,8 +833,8 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         moves: M,
         gi: usize,
         w: &C,
-        sigma: &Sides<T>,
-    ) -> Bodies<T> {
+        sigma: &Operands<T, J::Rebuilt>,
+    ) -> Bodies<T, J::Rebuilt> {
         let grp = &self.groups[gi];
         Bodies {
             w: [
@@ -819,7 +852,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         moves: M,
         gi: usize,
         g: &Impulses<T>,
-        wb: &Bodies<T>,
+        wb: &Bodies<T, J::Rebuilt>,
     ) -> ([Lanes<T>; 3], [Lanes<T>; 3]) {
         let grp = &self.groups[gi];
         let jw = J::times(&grp.jac, &wb.sigma, &wb.w);
@@ -898,7 +931,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         gi: usize,
         cone: &Cones<T>,
         g: &Impulses<T>,
-        (w, sigma): (&C, &Sides<T>),
+        (w, sigma): (&C, &Operands<T, J::Rebuilt>),
         sums: &mut LaneSums<T>,
     ) -> [Lanes<T>; 3] {
         let wb = self.gather_bodies(moves, gi, w, sigma);
@@ -913,7 +946,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         gi: usize,
         cone: &Cones<T>,
         g: &Impulses<T>,
-        wb: &Bodies<T>,
+        wb: &Bodies<T, J::Rebuilt>,
         sums: &mut LaneSums<T>,
     ) -> [Lanes<T>; 3] {
         let grp = &self.groups[gi];
@@ -1422,31 +1455,21 @@ fn compact(sys: &System, f: &FactoredOperator) -> bool {
         })
 }
 
-/// The rows of block `k` padded to 3 rows × 2 bodies: side `s`, row `i`, column `c` at
-/// `(3 s + i) · 6 + c`.
-fn padded_rows(f: &FactoredOperator, k: usize) -> [f64; 36] {
-    let d = f.offsets()[k + 1] - f.offsets()[k];
-    let mut full = [0.0; 36];
-    for s in 0..f.block_bodies(k).len() {
-        let start = f.jac_start()[k] + s * d;
-        for (i, row) in f.jac()[start..start + d].iter().enumerate() {
-            full[(3 * s + i) * 6..][..6].copy_from_slice(row);
-        }
-    }
-    full
-}
-
-/// [`solve`] in precision `T`, on compact rows where every block fits them.
+/// [`solve`] in precision `T`, on the rows of spheres by their normals where every block
+/// is one ([`spheres::levers`]), else on compact rows where every block fits them, else on
+/// full rows.
 fn solve_in<T: Lane>(job: &Job, spare: &mut Spare) -> Report {
-    if compact(job.sys, job.f) {
-        run::<T, Compact>(job, spare)
+    if let Some(rho) = spheres::levers(job.f) {
+        run::<T, Sphere>(job, spare, &rho)
+    } else if compact(job.sys, job.f) {
+        run::<T, Compact>(job, spare, &[])
     } else {
-        run::<T, Full>(job, spare)
+        run::<T, Full>(job, spare, &[])
     }
 }
 
 /// [`solve`] in precision `T` with rows encoded by `J`.
-fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare) -> Report {
+fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare, rho: &[f64]) -> Report {
     let &Job {
         name,
         sys,
@@ -1464,7 +1487,14 @@ fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare) -> Report {
         mut acc,
     } = spare.take::<T, J>();
     let eta = block_steps(sys, settings.block_step);
-    let kernel = Kernel::<T, J>::new(sys, f, (sweep, groups, tiles), &eta, settings, memory);
+    let kernel = Kernel::<T, J>::new(
+        sys,
+        f,
+        (sweep, groups, tiles),
+        (&eta, rho),
+        settings,
+        memory,
+    );
     let omega = T::from_f64(omega);
     let gamma0 = initial_iterate(sys, settings);
     kernel.gather(sys, &gamma0, &mut cur);
@@ -1562,33 +1592,26 @@ fn spread_cells(f: &FactoredOperator, sweep: Sweep, colours: &[&[usize]]) -> (us
     (spread.cells(), spread.extras.len())
 }
 
-/// The column scales of block `k`'s rows in `f` ([`rows::scales`]).
-fn block_scales(f: &FactoredOperator, k: usize) -> Scales {
-    let bodies = f.block_bodies(k);
-    let mut inv_mass = [[0.0; 6]; 2];
-    for (m, &b) in inv_mass.iter_mut().zip(bodies) {
-        *m = f.inv_mass()[b];
-    }
-    rows::scales(&inv_mass[..bodies.len()])
-}
-
-/// The bytes one iteration of the kernel moves on `sys` in `precision`, with the rows' encoding
-/// (`compact` or `full`) ([`super::traffic`]), `None` for a system that is not factored. Blocks are
-/// counted in whole groups (padding included). Jacobi: the fold (per extra cell its record and its
-/// body's first read, the first written, and its entry in the list, [`Spread`]), then per block
-/// its record (with its 2 cell targets), the linear scales of its 2 bodies (compact rows), the
-/// gathers of `w̃` (the 6 values of a body's 8 in 16-byte pieces, [`super::moves`]: 8 values in
-/// `f32`, 6 in `f64`) and the new `γ_k` written, per link (block and body) its product added into
-/// a cell (its record read and written, the padding with it), per cell its 8 values zeroed (in
-/// `f32`: [`Lane::REPLACES`]). The minimum of the encoding, for comparison: the record, `γ_k` read
-/// and written, and per body its linear scale (compact rows) and `w̃` written once and read once
-/// (`8 + (VALUES + 11) t` per block plus `13 t` per body: 299 B in `f64` and 153 B in `f32` on the
-/// compact rows of a cubic packing, 3 contacts per body); the model adds the gathers (2 bodies
-/// per block, mostly cache hits) and the cells (mostly cache hits too). The coloured sweep: per
-/// block its record without the gathers, the linear scales, the gathers of `w̃` from the cells
-/// value by value and the new `γ_k`; per link `w̃` read and written; on the sweeps that measure
-/// (one in [`Settings::check_every`]), the copy of the cells `w̃` into plain values (per cell 6
-/// read, 6 written) and per block the gathers of those for the residual, in pieces.
+/// The bytes one iteration of the kernel moves on `sys` in `precision`, with the rows'
+/// encoding (`sphere`, `compact` or `full`) ([`super::traffic`]), `None` for a system that
+/// is not factored. Blocks are counted in whole groups (padding included). Jacobi: the fold
+/// (per extra cell its record and its body's first read, the first written, and its entry
+/// in the list, [`Spread`]), then per block its record (with its 2 cell targets), the
+/// scales of its 2 bodies (`σ` for compact rows, `σ` and `ρ` for a sphere's), the gathers
+/// of `w̃` (the 6 values of a body's 8 in 16-byte pieces, [`super::moves`]: 8 values in
+/// `f32`, 6 in `f64`) and the new `γ_k` written, per link (block and body) its product
+/// added into a cell (its record read and written, the padding with it), per cell its 8
+/// values zeroed (in `f32`: [`Lane::REPLACES`]). The minimum of the encoding, for
+/// comparison: the record, `γ_k` read and written, and per body its scales and `w̃` written
+/// once and read once (`8 + (VALUES + 11) t` per block plus `(12 + scales) t` per body: on
+/// a cubic packing, 3 contacts per body, 299 B in `f64` and 153 B in `f32` with compact
+/// rows, 157 B and 82 B with a sphere's); the model adds the gathers (2 bodies per block,
+/// mostly cache hits) and the cells (mostly cache hits too). The coloured sweep: per block
+/// its record without the gathers, the bodies' scales, the gathers of `w̃` from the cells
+/// value by value and the new `γ_k`; per link `w̃` read and written; on the sweeps that
+/// measure (one in [`Settings::check_every`]), the copy of the cells `w̃` into plain values
+/// (per cell 6 read, 6 written) and per block the gathers of those for the residual, in
+/// pieces.
 pub(crate) fn traffic(
     sys: &System,
     sweep: Sweep,
@@ -1608,8 +1631,10 @@ pub(crate) fn traffic(
     let links = f.links().len() as u64;
     let rigid = sys.compliance().iter().all(|&e| e == 0.0);
     let comp = if rigid { 0 } else { 3 * t };
-    // The encoding, its values per block and the linear scales of a block's 2 bodies.
-    let (encoding, values, sigma) = if compact(sys, f) {
+    // The encoding, its values per block and the scales of a block's 2 bodies (`σ`; and `ρ`).
+    let (encoding, values, sigma) = if spheres::levers(f).is_some() {
+        ("sphere", <Sphere as Rows<f64>>::VALUES, 4 * t)
+    } else if compact(sys, f) {
         ("compact", <Compact as Rows<f64>>::VALUES, 2 * t)
     } else {
         ("full", <Full as Rows<f64>>::VALUES, 0)

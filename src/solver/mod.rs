@@ -18,6 +18,7 @@ pub(crate) mod moves;
 pub(crate) mod rows;
 pub mod simplex;
 pub mod spg;
+pub(crate) mod spheres;
 pub(crate) mod stream;
 pub mod traffic;
 

@@ -14,9 +14,11 @@
 //! `F` (9 values) and the scaled tangent rows' angular parts of each body (2 × 6): 21 values
 //! instead of 36; the scaled linear rows of body `s` are `∓σ_s F`, with `σ_s = √m_s⁻¹` the
 //! body's linear scale, which the kernel holds per body ([`Rows::LINEAR`]). Joints and
-//! contacts of other shapes keep the full rows.
+//! contacts of other shapes keep the full rows. Where the frames follow the simulator's
+//! tangent rule and the bodies are spheres, the normal alone ([`super::spheres`]).
 
 use super::lanes::{L, Lanes, mul, mul_add, sub};
+use crate::problem::operator::FactoredOperator;
 use crate::problem::real::Real;
 
 /// The body velocities a group's blocks gather: per side, 6 components of `L` lanes.
@@ -24,6 +26,17 @@ pub(crate) type Velocities<T> = [[Lanes<T>; 6]; 2];
 
 /// One value per side and lane of a group.
 pub(crate) type Sides<T> = [Lanes<T>; 2];
+
+/// What a group's products use besides its stored rows, gathered or rebuilt once per group:
+/// its sides' bodies' linear scales `σ = √m⁻¹` ([`Rows::LINEAR`]; else ones) and lever
+/// scales `ρ` ([`Rows::LEVERS`], [`super::spheres`]; else zeros), and what the encoding
+/// rebuilds of its rows in registers ([`Rows::rebuild`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Operands<T, R> {
+    pub sigma: Sides<T>,
+    pub rho: Sides<T>,
+    pub rebuilt: R,
+}
 
 /// A group of `L` blocks' Jacobian rows in the kernel's storage, lane `l` block `l` of the
 /// group, and their products with the two bodies' sides.
@@ -35,15 +48,35 @@ pub(crate) trait Rows<T: Real>: Send + Sync + 'static {
     /// Whether the products need each side's linear scale `σ_s` (else they are passed
     /// ones).
     const LINEAR: bool;
+    /// Whether the products need each side's lever scale `ρ_s` (else they are passed
+    /// zeros).
+    const LEVERS: bool;
     /// A group of zero rows (the padding of a group that is not full).
     const ZERO: Self::Group;
+    /// What the products rebuild of a group's rows in registers, once per group.
+    type Rebuilt: Copy;
+    /// [`Rows::Rebuilt`] of `group`.
+    fn rebuild(group: &Self::Group) -> Self::Rebuilt;
     /// Stores the padded rows `full` (side `s`, row `i`, column `c` at `(3 s + i) · 6 + c`)
     /// scaled by `scale` (side `s`, column `c`: [`scales`]) in lane `l` of `group`.
     fn encode(full: &[f64; 36], scale: &Scales, group: &mut Self::Group, l: usize);
-    /// `J̃_{k,0} w̃_0 + J̃_{k,1} w̃_1` per lane, the sides' linear scales `sigma`.
-    fn times(group: &Self::Group, sigma: &Sides<T>, w: &Velocities<T>) -> [Lanes<T>; 3];
-    /// `J̃_{k,s}ᵀ g` of both sides per lane, the sides' linear scales `sigma`.
-    fn transpose_times(group: &Self::Group, sigma: &Sides<T>, g: &[Lanes<T>; 3]) -> Velocities<T>;
+    /// Whether the kernel stores the one body of the block `full` (its side 0) as its
+    /// second side, the first the ground.
+    fn flipped(_full: &[f64; 36]) -> bool {
+        false
+    }
+    /// `J̃_{k,0} w̃_0 + J̃_{k,1} w̃_1` per lane, the sides' bodies' scales `sc`.
+    fn times(
+        group: &Self::Group,
+        sc: &Operands<T, Self::Rebuilt>,
+        w: &Velocities<T>,
+    ) -> [Lanes<T>; 3];
+    /// `J̃_{k,s}ᵀ g` of both sides per lane, the sides' bodies' scales `sc`.
+    fn transpose_times(
+        group: &Self::Group,
+        sc: &Operands<T, Self::Rebuilt>,
+        g: &[Lanes<T>; 3],
+    ) -> Velocities<T>;
 }
 
 /// Per side of a block, the scale of each column of its rows: `√(M⁻¹_s)_c` of the side's
@@ -59,6 +92,30 @@ pub(crate) fn scales(inv_mass: &[[f64; 6]]) -> Scales {
     scale
 }
 
+/// The rows of block `k` padded to 3 rows × 2 bodies: side `s`, row `i`, column `c` at
+/// `(3 s + i) · 6 + c`.
+pub(crate) fn padded_rows(f: &FactoredOperator, k: usize) -> [f64; 36] {
+    let d = f.offsets()[k + 1] - f.offsets()[k];
+    let mut full = [0.0; 36];
+    for s in 0..f.block_bodies(k).len() {
+        let start = f.jac_start()[k] + s * d;
+        for (i, row) in f.jac()[start..start + d].iter().enumerate() {
+            full[(3 * s + i) * 6..][..6].copy_from_slice(row);
+        }
+    }
+    full
+}
+
+/// The column scales of block `k`'s rows in `f` ([`scales`]).
+pub(crate) fn block_scales(f: &FactoredOperator, k: usize) -> Scales {
+    let bodies = f.block_bodies(k);
+    let mut inv_mass = [[0.0; 6]; 2];
+    for (m, &b) in inv_mass.iter_mut().zip(bodies) {
+        *m = f.inv_mass()[b];
+    }
+    scales(&inv_mass[..bodies.len()])
+}
+
 /// The full padded rows, 36 values per block.
 pub(crate) struct Full;
 
@@ -66,7 +123,12 @@ impl<T: Real> Rows<T> for Full {
     type Group = [Lanes<T>; 36];
     const VALUES: u64 = 36;
     const LINEAR: bool = false;
+    const LEVERS: bool = false;
     const ZERO: Self::Group = [[T::ZERO; L]; 36];
+    type Rebuilt = ();
+
+    #[inline(always)]
+    fn rebuild(_: &Self::Group) {}
 
     fn encode(full: &[f64; 36], scale: &Scales, group: &mut Self::Group, l: usize) {
         for (j, (v, &x)) in group.iter_mut().zip(full).enumerate() {
@@ -75,7 +137,7 @@ impl<T: Real> Rows<T> for Full {
     }
 
     #[inline(always)]
-    fn times(b: &Self::Group, _: &Sides<T>, w: &Velocities<T>) -> [Lanes<T>; 3] {
+    fn times(b: &Self::Group, _: &Operands<T, Self::Rebuilt>, w: &Velocities<T>) -> [Lanes<T>; 3] {
         let mut u = [[T::ZERO; L]; 3];
         for (i, ui) in u.iter_mut().enumerate() {
             for s in 0..2 {
@@ -88,7 +150,11 @@ impl<T: Real> Rows<T> for Full {
     }
 
     #[inline(always)]
-    fn transpose_times(b: &Self::Group, _: &Sides<T>, g: &[Lanes<T>; 3]) -> Velocities<T> {
+    fn transpose_times(
+        b: &Self::Group,
+        _: &Operands<T, Self::Rebuilt>,
+        g: &[Lanes<T>; 3],
+    ) -> Velocities<T> {
         let mut v = [[[T::ZERO; L]; 6]; 2];
         for (s, side) in v.iter_mut().enumerate() {
             for (c, vc) in side.iter_mut().enumerate() {
@@ -163,7 +229,12 @@ impl<T: Real> Rows<T> for Compact {
     type Group = [Lanes<T>; 21];
     const VALUES: u64 = 21;
     const LINEAR: bool = true;
+    const LEVERS: bool = false;
     const ZERO: Self::Group = [[T::ZERO; L]; 21];
+    type Rebuilt = ();
+
+    #[inline(always)]
+    fn rebuild(_: &Self::Group) {}
 
     fn encode(full: &[f64; 36], scale: &Scales, group: &mut Self::Group, l: usize) {
         for i in 0..3 {
@@ -184,10 +255,10 @@ impl<T: Real> Rows<T> for Compact {
     /// `F (σ₁ w̃₁ − σ₀ w̃₀)` (linear parts) plus the tangent rows' scaled angular parts times
     /// each body's angular `w̃` (the normal row has none).
     #[inline(always)]
-    fn times(b: &Self::Group, sigma: &Sides<T>, w: &Velocities<T>) -> [Lanes<T>; 3] {
+    fn times(b: &Self::Group, sc: &Operands<T, Self::Rebuilt>, w: &Velocities<T>) -> [Lanes<T>; 3] {
         let mut dv = [[T::ZERO; L]; 3];
         for (c, d) in dv.iter_mut().enumerate() {
-            *d = sub(mul(sigma[1], w[1][c]), mul(sigma[0], w[0][c]));
+            *d = sub(mul(sc.sigma[1], w[1][c]), mul(sc.sigma[0], w[0][c]));
         }
         let mut u = [[T::ZERO; L]; 3];
         for (i, ui) in u.iter_mut().enumerate() {
@@ -207,14 +278,18 @@ impl<T: Real> Rows<T> for Compact {
 
     /// Linear: `∓σ_s Fᵀ g`; angular: the tangent rows' scaled parts times `g_t`.
     #[inline(always)]
-    fn transpose_times(b: &Self::Group, sigma: &Sides<T>, g: &[Lanes<T>; 3]) -> Velocities<T> {
+    fn transpose_times(
+        b: &Self::Group,
+        sc: &Operands<T, Self::Rebuilt>,
+        g: &[Lanes<T>; 3],
+    ) -> Velocities<T> {
         let mut v = [[[T::ZERO; L]; 6]; 2];
         for c in 0..3 {
             let mut x = mul(b[c], g[0]);
             x = mul_add(x, b[3 + c], g[1]);
             x = mul_add(x, b[6 + c], g[2]);
-            v[1][c] = mul(sigma[1], x);
-            let x0 = mul(sigma[0], x);
+            v[1][c] = mul(sc.sigma[1], x);
+            let x0 = mul(sc.sigma[0], x);
             for l in 0..L {
                 v[0][c][l] = -x0[l];
             }
@@ -283,7 +358,11 @@ mod tests {
         });
         let g: [Lanes<f64>; 3] =
             std::array::from_fn(|i| std::array::from_fn(|l| 1.5 - i as f64 + 0.25 * l as f64));
-        let sigma: Sides<f64> = std::array::from_fn(|s| [scale[s][0]; L]);
+        let sigma = Operands {
+            sigma: std::array::from_fn(|s| [scale[s][0]; L]),
+            rho: [[0.0; L]; 2],
+            rebuilt: (),
+        };
         let (uf, uc) = (Full::times(&f, &sigma, &w), Compact::times(&c, &sigma, &w));
         let (vf, vc) = (
             Full::transpose_times(&f, &sigma, &g),

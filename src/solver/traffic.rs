@@ -23,7 +23,7 @@ pub struct Term {
 /// The bytes one iteration of a solver moves, term by term.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Traffic {
-    /// The encoding of the Jacobian rows in the CPU kernel (`compact` or `full`), `None`
+    /// The encoding of the Jacobian rows in the CPU kernel (`sphere`, `compact` or `full`), `None`
     /// for a solver on the operator.
     pub encoding: Option<&'static str>,
     /// The solver's loops.
