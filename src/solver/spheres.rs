@@ -180,8 +180,8 @@ type Lever = ([[f64; 3]; 3], f64);
 /// can rebuild from its normal ([`Sphere`]); `None` otherwise.
 pub(crate) fn levers(f: &FactoredOperator) -> Option<Vec<f64>> {
     let blocks = f.offsets().len() - 1;
-    // Each body's first side (block and side); the rows of every block fit the compact
-    // form and the rule's frame.
+    // Every block fits the compact form in the rule's frame; then each body's map from its
+    // first side (`2 k + s`), and every side of it checked against that map.
     let fits = (0..blocks)
         .into_par_iter()
         .with_min_len(crate::PAR_MIN_ITEMS)
@@ -221,9 +221,7 @@ pub(crate) fn levers(f: &FactoredOperator) -> Option<Vec<f64>> {
                 maps[b].is_some_and(|m| maps_to_rule(&m, &angular(&full, &scale, s), &frame))
             })
         });
-    let untouched = |(m, &at): (&Option<Lever>, &usize)| m.is_some() || at == usize::MAX;
-    (consistent && maps.iter().zip(&first).all(untouched))
-        .then(|| maps.iter().map(|m| m.map_or(0.0, |(_, rho)| rho)).collect())
+    consistent.then(|| maps.iter().map(|m| m.map_or(0.0, |(_, rho)| rho)).collect())
 }
 
 /// The map and `ρ` of the body on side `s` of block `k`, from that side's angular rows `g_1`,
