@@ -251,7 +251,7 @@ impl<T: Lane, J: Rows<T>> Clone for Group<T, J> {
 impl<T: Lane, J: Rows<T>> Copy for Group<T, J> {}
 
 /// A group's bodies as its blocks read them: their velocities `w̃`, with the operands of
-/// the group's products ([`Kernel::sigma`]).
+/// the group's products ([`Kernel::operands`]).
 #[derive(Clone, Copy)]
 struct Bodies<T: Lane, R> {
     w: Velocities<T>,
@@ -670,7 +670,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// `σ`, ones where the rows need none ([`Rows::LINEAR`]), and `ρ`, zeros where they need
     /// none ([`Rows::LEVERS`]), and what its rows rebuild ([`Rows::rebuild`]).
     #[inline(always)]
-    fn sigma(&self, gi: usize) -> Operands<T, J::Rebuilt> {
+    fn operands(&self, gi: usize) -> Operands<T, J::Rebuilt> {
         let grp = &self.groups[gi];
         let mut sc = Operands {
             sigma: [[T::ONE; L]; 2],
@@ -767,7 +767,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         }
         for (i, g) in gs.iter().enumerate() {
             let gi = first + i;
-            self.spread_group(moves, gi, g, &self.sigma(gi), cells);
+            self.spread_group(moves, gi, g, &self.operands(gi), cells);
         }
     }
 
@@ -826,7 +826,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     }
 
     /// Group `gi`'s bodies in lanes: their velocities in `w`, with their linear scales
-    /// `sigma` ([`Kernel::sigma`]).
+    /// `sigma` ([`Kernel::operands`]).
     #[inline(always)]
     fn gather_bodies<C: Cells<T> + ?Sized, M: Moves>(
         &self,
@@ -997,7 +997,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             self.prefetch(moves, gi, w);
             let grp = &self.groups[gi];
             let cone = Cones::of(&grp.mu);
-            let sigma = self.sigma(gi);
+            let sigma = self.operands(gi);
             let u_hat = if MEASURE {
                 self.measure(moves, gi, &cone, g, (w, &sigma), &mut sums)
             } else {
@@ -1054,7 +1054,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             // first colour of a tile of the first stage, the velocities are those of
             // `plain` (a sweep that measures starts with `plain` a copy of the cells:
             // [`Kernel::unshare`]).
-            let sigma = self.sigma(gi);
+            let sigma = self.operands(gi);
             let (wb, u_hat) = if MEASURE && first_colour {
                 let wb = self.gather_bodies(moves, gi, plain, &sigma);
                 (wb, self.measure_at(moves, gi, &cone, g, &wb, &mut sums))

@@ -19,6 +19,7 @@
 //! its blocks, to rounding. A block with one body is stored with that body on the side its
 //! linear rows say (`−F`: the first, `F`: the second), the other side the ground.
 
+use nalgebra::{Matrix3, Vector3};
 use rayon::prelude::*;
 
 use super::lanes::{L, Lanes, add, mul, mul_add, sub};
@@ -62,6 +63,12 @@ pub(crate) fn tangents<T: Real>(n: &[Lanes<T>; 3]) -> ([Lanes<T>; 3], [Lanes<T>;
     (t1, t2)
 }
 
+/// `a · b` per lane (a function, not a closure: see [`super::kernel`]'s notes on dispatch).
+#[inline(always)]
+fn dot<T: Real>(a: &[Lanes<T>; 3], b: &[Lanes<T>; 3]) -> Lanes<T> {
+    mul_add(mul_add(mul(a[0], b[0]), a[1], b[1]), a[2], b[2])
+}
+
 /// A sphere contact by its normal: `n` per lane (3 values per block); the sides' `σ` and
 /// `ρ` are the bodies' ([`Operands`]), the tangents rebuilt once per group.
 pub(crate) struct Sphere;
@@ -102,9 +109,6 @@ impl<T: Real> Rows<T> for Sphere {
             dv[c] = sub(mul(sc.sigma[1], w[1][c]), mul(sc.sigma[0], w[0][c]));
             om[c] = mul_add(mul(sc.rho[0], w[0][3 + c]), sc.rho[1], w[1][3 + c]);
         }
-        let dot = |a: &[Lanes<T>; 3], b: &[Lanes<T>; 3]| {
-            mul_add(mul_add(mul(a[0], b[0]), a[1], b[1]), a[2], b[2])
-        };
         [
             dot(n, &dv),
             sub(dot(&t1, &dv), dot(&t2, &om)),
@@ -173,8 +177,8 @@ fn angular(full: &[f64; 36], scale: &Scales, s: usize) -> [[f64; 3]; 2] {
     })
 }
 
-/// A body's map from its body frame to the world's, `Q = Σ_j e_j u_jᵀ`, and its `ρ`.
-type Lever = ([[f64; 3]; 3], f64);
+/// A body's map `Q` from its body frame to the world's, and its `ρ`.
+type Lever = (Matrix3<f64>, f64);
 
 /// `ρ` of every body of `f`, if every block of `f` is a sphere contact whose rows the kernel
 /// can rebuild from its normal ([`Sphere`]); `None` otherwise.
@@ -234,48 +238,32 @@ fn lever(f: &FactoredOperator, k: usize, s: usize) -> Option<Lever> {
 
 /// [`lever`] of side `s` of the padded rows `full` with column scales `scale`.
 fn lever_of(full: &[f64; 36], scale: &Scales, s: usize) -> Option<Lever> {
-    let [g1, g2] = angular(full, scale, s);
-    let (frame, _) = frame(full)?;
-    let norm = |v: &[f64; 3]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let rho = norm(&g1);
+    let [g1, g2] = angular(full, scale, s).map(Vector3::from);
+    let [n, t1, t2] = frame(full)?.0.map(Vector3::from);
+    let rho = g1.norm();
     if rho == 0.0 {
-        let identity = std::array::from_fn(|i| std::array::from_fn(|j| f64::from(i == j)));
-        return (norm(&g2) == 0.0).then_some((identity, 0.0));
+        return (g2.norm() == 0.0).then_some((Matrix3::identity(), 0.0));
     }
-    let u1 = g1.map(|x| -x / rho);
-    let u2 = g2.map(|x| x / rho);
-    let dot: f64 = u1.iter().zip(&u2).map(|(a, b)| a * b).sum();
-    if (norm(&u2) - 1.0).abs() > TOLERANCE || dot.abs() > TOLERANCE {
+    let (u1, u2) = (-g1 / rho, g2 / rho);
+    if (u2.norm() - 1.0).abs() > TOLERANCE || u1.dot(&u2).abs() > TOLERANCE {
         return None;
     }
-    let u3 = [
-        u1[1] * u2[2] - u1[2] * u2[1],
-        u1[2] * u2[0] - u1[0] * u2[2],
-        u1[0] * u2[1] - u1[1] * u2[0],
-    ];
-    let [n, t1, t2] = frame;
-    let q = std::array::from_fn(|i| {
-        std::array::from_fn(|j| t2[i] * u1[j] + t1[i] * u2[j] - n[i] * u3[j])
-    });
+    let q = t2 * u1.transpose() + t1 * u2.transpose() - n * u1.cross(&u2).transpose();
     Some((q, rho))
 }
 
 /// Whether the map `(q, ρ)` takes the angular rows `g` of a block in frame `frame` to
 /// `−ρ t2` and `ρ t1`, to rounding.
 fn maps_to_rule((q, rho): &Lever, g: &[[f64; 3]; 2], frame: &[[f64; 3]; 3]) -> bool {
-    let apply = |v: &[f64; 3]| -> [f64; 3] {
-        std::array::from_fn(|i| (0..3).map(|j| q[i][j] * v[j]).sum())
-    };
-    let (h1, h2) = (apply(&g[0]), apply(&g[1]));
+    let h1 = q * Vector3::from(g[0]) + *rho * Vector3::from(frame[2]);
+    let h2 = q * Vector3::from(g[1]) - *rho * Vector3::from(frame[1]);
     let tol = TOLERANCE * rho.max(f64::MIN_POSITIVE);
-    (0..3).all(|c| {
-        (h1[c] + rho * frame[2][c]).abs() <= tol && (h2[c] - rho * frame[1][c]).abs() <= tol
-    })
+    h1.amax() <= tol && h2.amax() <= tol
 }
 
 #[cfg(test)]
 mod tests {
-    use nalgebra::{Rotation3, Vector3};
+    use nalgebra::Rotation3;
 
     use super::*;
     use crate::solver::rows::{Full, scales};
@@ -406,7 +394,7 @@ mod tests {
             for s in 0..2 {
                 let q = levers[0][s].0;
                 for i in 0..3 {
-                    world[s][3 + i] = [(0..3).map(|j| q[i][j] * body[s][3 + j][0]).sum(); L];
+                    world[s][3 + i] = [(0..3).map(|j| q[(i, j)] * body[s][3 + j][0]).sum(); L];
                 }
             }
             let (uf, us) = (
@@ -427,7 +415,7 @@ mod tests {
             for s in 0..2 {
                 let q = levers[0][s].0;
                 for i in 0..3 {
-                    let rotated: f64 = (0..3).map(|j| q[i][j] * vf[s][3 + j][0]).sum();
+                    let rotated: f64 = (0..3).map(|j| q[(i, j)] * vf[s][3 + j][0]).sum();
                     assert!((vf[s][i][0] - vs[s][i][0]).abs() < 1e-13);
                     assert!((rotated - vs[s][3 + i][0]).abs() < 1e-13);
                 }
