@@ -53,13 +53,23 @@ impl Moves for V4 {
     }
 
     #[inline(always)]
+    fn records_f32(self, v: &[Lanes<f32>; 6]) -> [[f32; W]; L] {
+        v3(self).records_f32(v)
+    }
+
+    #[inline(always)]
+    fn records_f64(self, v: &[Lanes<f64>; 6]) -> [[f64; W]; L] {
+        v3(self).records_f64(v)
+    }
+
+    #[inline(always)]
     fn prefetch<R>(self, value: &R) {
         v3(self).prefetch(value)
     }
 
     #[inline(always)]
-    fn prefetch_in<R>(self, values: &[R], i: usize) {
-        v3(self).prefetch_in(values, i)
+    fn prefetch_at<R>(self, at: *const R) {
+        v3(self).prefetch_at(at)
     }
 
     /// [`super::lanes::flush`]: zero where `|a|` is below [`Real::ROOT_MIN`].

@@ -27,9 +27,11 @@
 //!   linear scale `σ = √m⁻¹`; its velocities `w̃`, 6 values padded to 8 (one cache line in
 //!   `f64`): for Jacobi the accumulator cells themselves, at each body's first cell once
 //!   the fold has added its others (two sets of cells, those the pass reads and those it
-//!   fills, swapped after each pass); for the coloured sweep atomic cells, whose blocks of
-//!   one colour update them in parallel (no two share a body), with a plain copy of their
-//!   values at the sweep's start.
+//!   fills, swapped after each pass); for the coloured sweep two sets of records too, those
+//!   at the sweep's start, which it only reads, and those it moves, which the blocks of
+//!   one colour update in place in parallel (no two share a body: [`Disjoint`]), each
+//!   block reading a body from the first set where it is the sweep's first to reach it
+//!   (its target marked [`FIRST`]) and from the second after.
 //!
 //! A pass writes the next iterate in `f64` by stores that bypass the caches ([`Streamed`]):
 //! it does not read those lines back, and a plain store would first read each from DRAM.
@@ -42,7 +44,7 @@
 //! part order, and the next pass reads `w̃` there: no pass over the bodies. So an
 //! iteration reads the Jacobian once; so
 //! does a coloured sweep, whose blocks measure the residual of the iterate they start from
-//! with the plain copy of `w̃` before their step reads the cells. Every loop the dispatched
+//! with the records of the sweep's start before their step reads the moved ones. Every loop the dispatched
 //! functions run is an `#[inline(always)]` function or a plain loop: a closure there may
 //! be left out of line by LLVM and compiled for the baseline (SSE2), which halved the
 //! `f64` pass's speed before. The residual of an iterate is accumulated by the pass that
@@ -63,6 +65,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::disjoint::Disjoint;
 use super::lanes::{self, Cones, Impulses, L, Lanes};
 use super::moves::{FIRST, Isa, Lane, Moves, Record, Task, W};
 use super::progress::{Progress, initial_iterate, norm_inf};
@@ -262,14 +265,6 @@ struct Bodies<T: Lane, R> {
 /// products `J_{k,s}ᵀ γ_k` ([`Spread`]).
 type JacobiOut<'a, T> = (&'a mut [Impulses<T>], &'a mut [Record<T>]);
 
-/// What a sweep writes besides the next iterate.
-enum Scratch<'a, T: Lane> {
-    /// Jacobi's accumulator cells ([`Spread`]), the next pass's `w̃` once folded.
-    Jacobi { acc: &'a mut Vec<Record<T>> },
-    /// The coloured sweep's velocities, which its blocks update in place.
-    Colored { shared: Shared<T> },
-}
-
 /// Where the group passes sum the products `J̃_{k,s}ᵀ γ_k` into the body velocities `w̃`,
 /// with no array of products: the groups are cut into parts of `part` consecutive groups
 /// (at most [`PARTS`] parts, fixed by the problem, not the threads), one rayon task each. A
@@ -454,68 +449,37 @@ fn zero<T: Lane>(cells: &mut [Record<T>]) {
     }
 }
 
-/// The body velocities `w̃` as the block passes read them: plain values (Jacobi's folded
-/// cells; the coloured sweep's copy of its cells at the sweep's start, for the residual),
-/// atomic cells for the coloured sweep's steps ([`Shared`]).
-trait Cells<T: Lane>: Sync {
-    /// The velocities of the bodies `bodies` in lanes.
-    fn gather<M: Moves>(&self, moves: M, bodies: &[u32; L]) -> [Lanes<T>; 6];
-    /// Asks the cache for the records of `bodies` ([`Moves::prefetch`]).
-    fn prefetch<M: Moves>(&self, moves: M, bodies: &[u32; L]);
+/// Where the body velocities `w̃` lie, for the prefetches: Jacobi's folded cells and the
+/// coloured sweep's records of the sweep's start (slices), the records the coloured sweep
+/// moves ([`Disjoint`]).
+trait Place<T: Lane>: Sync {
+    /// The address of body `b`'s record (not read: an address past the records is a hint
+    /// too).
+    fn at(&self, b: u32) -> *const Record<T>;
 }
 
-impl<T: Lane> Cells<T> for [Record<T>] {
+impl<T: Lane> Place<T> for [Record<T>] {
     #[inline(always)]
-    fn gather<M: Moves>(&self, moves: M, bodies: &[u32; L]) -> [Lanes<T>; 6] {
-        let mut rows = [&self[0].v; L];
-        for (row, &b) in rows.iter_mut().zip(bodies) {
-            *row = &self[b as usize].v;
-        }
-        T::gather(moves, rows)
-    }
-
-    #[inline(always)]
-    fn prefetch<M: Moves>(&self, moves: M, bodies: &[u32; L]) {
-        for &b in bodies {
-            moves.prefetch_in(self, b as usize);
-        }
+    fn at(&self, b: u32) -> *const Record<T> {
+        self.as_ptr().wrapping_add(b as usize)
     }
 }
 
-/// Body velocities in atomic cells, which the blocks of one colour (and the tiles of one
-/// stage) update in parallel.
-struct Shared<T: Lane>(Vec<[T::Atomic; W]>);
-
-impl<T: Lane> Cells<T> for Shared<T> {
-    /// One scalar load per value: atomic loads never merge into vector loads.
+impl<T: Lane> Place<T> for Disjoint<'_, T> {
     #[inline(always)]
-    fn gather<M: Moves>(&self, _: M, bodies: &[u32; L]) -> [Lanes<T>; 6] {
-        let mut v = [[T::ZERO; L]; 6];
-        for (l, &b) in bodies.iter().enumerate() {
-            let cell = load_cells::<T>(&self.0[b as usize]);
-            for c in 0..6 {
-                v[c][l] = cell[c];
-            }
-        }
-        v
-    }
-
-    #[inline(always)]
-    fn prefetch<M: Moves>(&self, moves: M, bodies: &[u32; L]) {
-        for &b in bodies {
-            moves.prefetch_in(&self.0, b as usize);
-        }
+    fn at(&self, b: u32) -> *const Record<T> {
+        self.address(b as usize)
     }
 }
 
-/// The values of a body's atomic cells (the padding zero).
+/// The velocities `w` of the bodies `bodies` in lanes.
 #[inline(always)]
-fn load_cells<T: Lane>(cell: &[T::Atomic; W]) -> [T; W] {
-    let mut v = [T::ZERO; W];
-    for c in 0..6 {
-        v[c] = T::load(&cell[c]);
+fn gather<T: Lane, M: Moves>(moves: M, w: &[Record<T>], bodies: &[u32; L]) -> [Lanes<T>; 6] {
+    let mut rows = [&w[0].v; L];
+    for (row, &b) in rows.iter_mut().zip(bodies) {
+        *row = &w[b as usize].v;
     }
-    v
+    T::gather(moves, rows)
 }
 
 /// The kernel's data for one system, in precision `T`, rows encoded by `J`.
@@ -547,6 +511,10 @@ pub(crate) struct Kernel<T: Lane, J: Rows<T>> {
     /// is measured on the system, as every other of its residuals).
     velocity_residual: bool,
     isa: Isa,
+    sweep: Sweep,
+    /// Whether the coloured sweep's schedule is disjoint ([`Kernel::schedule_is_disjoint`]),
+    /// which its in-place updates need ([`Disjoint`]).
+    disjoint: bool,
 }
 
 impl<T: Lane, J: Rows<T>> Kernel<T, J> {
@@ -649,7 +617,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             grp.targets = t;
             grp.bodies = b;
         }
-        Kernel {
+        let mut kernel = Kernel {
             order,
             colours: ranges,
             tiles: tiles.0.to_vec(),
@@ -663,7 +631,11 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             shift: settings.friction == FrictionModel::Coulomb,
             velocity_residual: settings.criterion == Criterion::Velocity,
             isa: Isa::detect::<T>(),
-        }
+            sweep,
+            disjoint: false,
+        };
+        kernel.disjoint = sweep == Sweep::Colored && kernel.schedule_is_disjoint();
+        kernel
     }
 
     /// The operands of group `gi`'s products besides its rows ([`Operands`]): its bodies'
@@ -815,12 +787,12 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// `u_k = J̃_k w̃ + E_k γ_k + r_k`, `û_k = u_k + μ_k ‖u_t‖ e_n` under the Coulomb model
     /// (De Saxcé's shift; zero for unilateral and bilateral blocks).
     #[inline(always)]
-    fn velocity<C: Cells<T> + ?Sized, M: Moves>(
+    fn velocity<M: Moves>(
         &self,
         moves: M,
         gi: usize,
         g: &Impulses<T>,
-        (w, sigma): (&C, &Operands<T, J::Rebuilt>),
+        (w, sigma): (&[Record<T>], &Operands<T, J::Rebuilt>),
     ) -> ([Lanes<T>; 3], [Lanes<T>; 3]) {
         self.velocity_at(moves, gi, g, &self.gather_bodies(moves, gi, w, sigma))
     }
@@ -828,21 +800,55 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// Group `gi`'s bodies in lanes: their velocities in `w`, with their linear scales
     /// `sigma` ([`Kernel::operands`]).
     #[inline(always)]
-    fn gather_bodies<C: Cells<T> + ?Sized, M: Moves>(
+    fn gather_bodies<M: Moves>(
         &self,
         moves: M,
         gi: usize,
-        w: &C,
+        w: &[Record<T>],
         sigma: &Operands<T, J::Rebuilt>,
     ) -> Bodies<T, J::Rebuilt> {
         let grp = &self.groups[gi];
         Bodies {
             w: [
-                w.gather(moves, &grp.bodies[0]),
-                w.gather(moves, &grp.bodies[1]),
+                gather(moves, w, &grp.bodies[0]),
+                gather(moves, w, &grp.bodies[1]),
             ],
             sigma: *sigma,
         }
+    }
+
+    /// Group `gi`'s bodies in lanes for its step in the coloured sweep: a side's lane from
+    /// `plain` (the velocities at the sweep's start) where the block is the first of the
+    /// sweep to reach the body (its target marked [`FIRST`], [`Spread`]), else from
+    /// `moved`, where an earlier colour left it; with their scales `sigma`.
+    #[inline(always)]
+    fn gather_moved<M: Moves>(
+        &self,
+        moves: M,
+        gi: usize,
+        (plain, moved): (&[Record<T>], &Disjoint<'_, T>),
+        sigma: &Operands<T, J::Rebuilt>,
+    ) -> Bodies<T, J::Rebuilt> {
+        let grp = &self.groups[gi];
+        let mut w = [[[T::ZERO; L]; 6]; 2];
+        for ((w, bodies), targets) in w.iter_mut().zip(&grp.bodies).zip(&grp.targets) {
+            let mut rows = [&plain[0].v; L];
+            for ((row, &b), &target) in rows.iter_mut().zip(bodies).zip(targets) {
+                *row = if target & FIRST != 0 {
+                    &plain[b as usize].v
+                } else {
+                    // SAFETY: the sweep's schedule is disjoint (`Kernel::disjoint`): no
+                    // other block that runs now has body `b` (nor writes the ground's
+                    // record), and this block writes it only after its step.
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        &moved.get(b as usize).v
+                    }
+                };
+            }
+            *w = T::gather(moves, rows);
+        }
+        Bodies { w, sigma: *sigma }
     }
 
     /// [`Kernel::velocity`] with the bodies `wb` already gathered.
@@ -882,7 +888,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// Asks the cache for the record of group `gi + 2 AHEAD` and for the records in `w`
     /// of group `gi + AHEAD`'s bodies, where there are such groups ([`Moves::prefetch`]).
     #[inline(always)]
-    fn prefetch<C: Cells<T> + ?Sized, M: Moves>(&self, moves: M, gi: usize, w: &C) {
+    fn prefetch<C: Place<T> + ?Sized, M: Moves>(&self, moves: M, gi: usize, w: &C) {
         if let Some(grp) = self.groups.get(gi + 2 * AHEAD) {
             moves.prefetch(grp);
         }
@@ -892,10 +898,10 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// Asks the cache for the records in `w` of group `gi`'s bodies, if there is such a
     /// group.
     #[inline(always)]
-    fn prefetch_bodies<C: Cells<T> + ?Sized, M: Moves>(&self, moves: M, gi: usize, w: &C) {
+    fn prefetch_bodies<C: Place<T> + ?Sized, M: Moves>(&self, moves: M, gi: usize, w: &C) {
         if let Some(grp) = self.groups.get(gi) {
-            for bodies in &grp.bodies {
-                w.prefetch(moves, bodies);
+            for &b in grp.bodies.iter().flatten() {
+                moves.prefetch_at(w.at(b));
             }
         }
     }
@@ -925,13 +931,13 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     /// Adds the residual terms of group `gi` (cones `cone`) at `γ` = `g` to `sums`;
     /// returns `û`.
     #[inline(always)]
-    fn measure<C: Cells<T> + ?Sized, M: Moves>(
+    fn measure<M: Moves>(
         &self,
         moves: M,
         gi: usize,
         cone: &Cones<T>,
         g: &Impulses<T>,
-        (w, sigma): (&C, &Operands<T, J::Rebuilt>),
+        (w, sigma): (&[Record<T>], &Operands<T, J::Rebuilt>),
         sums: &mut LaneSums<T>,
     ) -> [Lanes<T>; 3] {
         let wb = self.gather_bodies(moves, gi, w, sigma);
@@ -1016,10 +1022,12 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     }
 
     /// The coloured Gauss–Seidel step of the groups `gs` (from group `first`, one colour;
-    /// when `first_colour`, one whose bodies no block has moved in this sweep) into `out`, each followed by its
-    /// update of the cells `w`; returns the residual sums at `gs` when `MEASURE` (else zero
-    /// sums, as [`Kernel::jacobi_part`]), measured with `plain`, the velocities `w` had
-    /// before the sweep (on the group's record already loaded for the step: no pass of its
+    /// when `first_colour`, one whose bodies no block has moved in this sweep) into `out`,
+    /// each followed by the update of its bodies' records in `moved`; its velocities those
+    /// of `moved` where an earlier block of the sweep moved them, else those of `plain`,
+    /// the velocities at the sweep's start ([`Kernel::gather_moved`]). Returns the residual
+    /// sums at `gs` when `MEASURE` (else zero sums, as [`Kernel::jacobi_part`]), measured
+    /// with `plain` (on the group's record already loaded for the step: no pass of its
     /// own).
     #[inline(always)]
     fn sweep_chunk<M: Moves, const MEASURE: bool>(
@@ -1033,7 +1041,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             gs,
             out,
             plain,
-            w,
+            moved,
             omega,
             ..
         } = task;
@@ -1044,16 +1052,16 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             let gi = first + i;
             if MEASURE {
                 self.prefetch(moves, gi, plain);
-                self.prefetch_bodies(moves, gi + AHEAD, w);
             } else {
-                self.prefetch(moves, gi, w);
+                self.prefetch(moves, gi, moved);
+            }
+            if MEASURE && !first_colour {
+                self.prefetch_bodies(moves, gi + AHEAD, moved);
             }
             let grp = &self.groups[gi];
             let cone = Cones::of(&grp.mu);
-            // The colours before this one have moved `w` since the sweep began; in the
-            // first colour of a tile of the first stage, the velocities are those of
-            // `plain` (a sweep that measures starts with `plain` a copy of the cells:
-            // [`Kernel::unshare`]).
+            // In the first colour of a tile of the first stage every body is at the
+            // sweep's start: the velocities the residual is measured with.
             let sigma = self.operands(gi);
             let (wb, u_hat) = if MEASURE && first_colour {
                 let wb = self.gather_bodies(moves, gi, plain, &sigma);
@@ -1062,7 +1070,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 if MEASURE {
                     self.measure(moves, gi, &cone, g, (plain, &sigma), &mut sums);
                 }
-                let wb = self.gather_bodies(moves, gi, w, &sigma);
+                let wb = self.gather_moved(moves, gi, (plain, moved), &sigma);
                 (wb, self.velocity_at(moves, gi, g, &wb).1)
             };
             let s = lanes::mul([omega; L], grp.eta);
@@ -1074,7 +1082,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 lanes::sub(next[2], g[2]),
             ];
             // The new velocities from the gathered ones: no other block of the colour
-            // touches these bodies, so the cells still hold `wb` (no second atomic load).
+            // touches these bodies.
             let mut d = J::transpose_times(&grp.jac, &sigma, &delta);
             for (side, old) in d.iter_mut().zip(&wb.w) {
                 for c in 0..6 {
@@ -1082,13 +1090,16 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 }
             }
             for (side, bodies) in d.iter().zip(&grp.bodies) {
-                for (l, &b) in bodies.iter().enumerate() {
-                    if b == ground {
-                        continue;
-                    }
-                    let cell = &w.0[b as usize];
-                    for c in 0..6 {
-                        T::store(&cell[c], side[c][l]);
+                let records = T::records(moves, side);
+                for (record, &b) in records.iter().zip(bodies) {
+                    if b != ground {
+                        // SAFETY: the sweep's schedule is disjoint (`Kernel::disjoint`):
+                        // no other block that runs now has body `b`, and the borrows of
+                        // this block's gather have ended.
+                        #[allow(unsafe_code)]
+                        unsafe {
+                            moved.set(b as usize, Record::new(*record))
+                        };
                     }
                 }
             }
@@ -1130,44 +1141,56 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
 
     /// One pass at `gamma` into `next`, by the kernel's sweep, `step` = (`ω`, whether it
     /// measures): the residual sums at `gamma` when it measures, else zero sums. `w` holds
-    /// `w̃` at `gamma`; after a Jacobi pass, at `next` (the folded cells, swapped in). The
-    /// coloured sweep reads `w` only to measure, after a copy of its cells into it.
+    /// `w̃` at `gamma`, and after the pass at `next`, swapped in from `acc`: Jacobi's
+    /// cells, folded, or the records the coloured sweep moved (the ground's record of
+    /// either zero).
     fn pass(
         &self,
         gamma: &[Impulses<T>],
         next: &mut [Impulses<T>],
-        w: &mut Vec<Record<T>>,
-        scratch: &mut Scratch<'_, T>,
+        (w, acc): (&mut Vec<Record<T>>, &mut Vec<Record<T>>),
         step: (T, bool),
     ) -> Sums {
-        match scratch {
-            Scratch::Jacobi { acc } => {
+        let sums = match self.sweep {
+            Sweep::Jacobi => {
                 let sums = self.jacobi_pass(gamma, w, step, (next, acc));
-                // The cells at `next`, folded, are the next pass's `w̃`.
                 self.fold(acc);
-                std::mem::swap(w, *acc);
                 sums
             }
-            Scratch::Colored { shared } => {
-                if step.1 {
-                    self.unshare(shared, w);
-                }
-                self.colored_pass(gamma, w, shared, step, next)
+            Sweep::Colored => {
+                assert!(self.disjoint, "the coloured sweep's schedule shares a body");
+                self.colored_pass(gamma, w, &Disjoint::new(acc), step, next)
             }
-        }
+        };
+        std::mem::swap(w, acc);
+        sums
     }
 
-    /// The values of the cells `shared` in `w` (every record, the ground's zero), for the
-    /// residual measured in the next coloured sweep: its gathers are then vector loads,
-    /// which atomic loads never are (`T::load` is one scalar load per value).
-    fn unshare(&self, shared: &Shared<T>, w: &mut [Record<T>]) {
-        w.par_chunks_mut(CHUNK * L)
-            .zip(shared.0.par_chunks(CHUNK * L))
-            .for_each(|(ws, cells)| {
-                for (wb, cell) in ws.iter_mut().zip(cells) {
-                    wb.v = load_cells::<T>(cell);
+    /// Whether no two blocks that the coloured sweep may move at once share a body: none
+    /// two of a colour, nor two of different tiles of a stage (so that the sweep's
+    /// [`Disjoint`] accesses never overlap).
+    fn schedule_is_disjoint(&self) -> bool {
+        let ground = self.ground() as u32;
+        // Per body, the colour and the tile that reached it last.
+        let (mut colour_of, mut tile_of) =
+            (vec![usize::MAX; self.ground()], vec![0; self.ground()]);
+        for stage in &self.stages {
+            for t in stage.clone() {
+                for c in self.tiles[t].clone() {
+                    for grp in &self.groups[self.colours[c].clone()] {
+                        for &b in grp.bodies.iter().flatten().filter(|&&b| b != ground) {
+                            let b = b as usize;
+                            let elsewhere = tile_of[b] != t && stage.contains(&tile_of[b]);
+                            if colour_of[b] == c || (colour_of[b] != usize::MAX && elsewhere) {
+                                return false;
+                            }
+                            (colour_of[b], tile_of[b]) = (c, t);
+                        }
+                    }
                 }
-            });
+            }
+        }
+        true
     }
 
     /// One coloured Gauss–Seidel sweep from `gamma` into `next`: stage by stage, the tiles
@@ -1183,7 +1206,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         &self,
         gamma: &[Impulses<T>],
         plain: &[Record<T>],
-        w: &Shared<T>,
+        moved: &Disjoint<'_, T>,
         step: (T, bool),
         next: &mut [Impulses<T>],
     ) -> Sums {
@@ -1208,7 +1231,8 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                         out = tail;
                         // A tile of the first stage starts on bodies no block has moved.
                         let first = s == 0 && c == tile.start;
-                        sums = self.colour_pass(range, first, (gamma, plain, w), step, o, sums);
+                        let from = (gamma, plain, moved);
+                        sums = self.colour_pass(range, first, from, step, o, sums);
                     }
                     sums
                 })
@@ -1230,7 +1254,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         &self,
         range: Range<usize>,
         first_colour: bool,
-        (gamma, plain, w): (&[Impulses<T>], &[Record<T>], &Shared<T>),
+        (gamma, plain, moved): (&[Impulses<T>], &[Record<T>], &Disjoint<'_, T>),
         (omega, measure): (T, bool),
         next: &mut [Impulses<T>],
         sums: Sums,
@@ -1248,7 +1272,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                     gs,
                     out,
                     plain,
-                    w,
+                    moved,
                     omega,
                     measure,
                 })
@@ -1315,7 +1339,7 @@ struct SweepChunk<'a, T: Lane, J: Rows<T>> {
     gs: &'a [Impulses<T>],
     out: &'a mut [Impulses<T>],
     plain: &'a [Record<T>],
-    w: &'a Shared<T>,
+    moved: &'a Disjoint<'a, T>,
     omega: T,
     /// Whether the sweep measures the residual.
     measure: bool,
@@ -1505,19 +1529,11 @@ fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare, rho: &[f64]) -> Report
     grow_for_overwrite(&mut w, ground + 1, zero);
     w[ground] = zero;
     kernel.velocities_at(&cur, &mut w);
-    // Jacobi's pass leaves `J̃_{k,s}ᵀ next_k` in the cells `acc`, its own ground zero; the
-    // coloured sweep, `w̃` at `next` in its atomic cells (updated in place, block by block).
-    let mut scratch = match sweep {
-        Sweep::Jacobi => {
-            grow_for_overwrite(&mut acc, ground + 1, zero);
-            acc[ground] = zero;
-            Scratch::Jacobi { acc: &mut acc }
-        }
-        Sweep::Colored => Scratch::Colored {
-            shared: Shared(w.iter().map(|r| r.v.map(T::atomic)).collect()),
-        },
-    };
-    let sums = kernel.pass(&cur, &mut next, &mut w, &mut scratch, (omega, true));
+    // Jacobi's pass leaves `J̃_{k,s}ᵀ next_k` in the cells `acc`, the coloured sweep `w̃` at
+    // `next` in the records it moves: the ground's record zero in both.
+    grow_for_overwrite(&mut acc, ground + 1, zero);
+    acc[ground] = zero;
+    let sums = kernel.pass(&cur, &mut next, (&mut w, &mut acc), (omega, true));
     let (mut progress, mut status) =
         Progress::observing(settings, norm_inf(&gamma0), sums.residual(kernel.r_norm));
     if settings.max_iter == 0 && status.is_none() {
@@ -1540,7 +1556,7 @@ fn run<T: Lane, J: Rows<T>>(job: &Job, spare: &mut Spare, rho: &[f64]) -> Report
         done += 1;
         unmeasured += 1;
         let measure = done % settings.check_every.max(1) == 0 || done >= settings.max_iter;
-        let sums = kernel.pass(&cur, &mut next, &mut w, &mut scratch, (omega, measure));
+        let sums = kernel.pass(&cur, &mut next, (&mut w, &mut acc), (omega, measure));
         if !measure {
             products += 1;
             continue;
@@ -1607,11 +1623,10 @@ fn spread_cells(f: &FactoredOperator, sweep: Sweep, colours: &[&[usize]]) -> (us
 /// a cubic packing, 3 contacts per body, 299 B in `f64` and 153 B in `f32` with compact
 /// rows, 157 B and 82 B with a sphere's); the model adds the gathers (2 bodies per block,
 /// mostly cache hits) and the cells (mostly cache hits too). The coloured sweep: per block
-/// its record without the gathers, the bodies' scales, the gathers of `w̃` from the cells
-/// value by value and the new `γ_k`; per link `w̃` read and written; on the sweeps that
-/// measure (one in [`Settings::check_every`]), the copy of the cells `w̃` into plain values
-/// (per cell 6 read, 6 written) and per block the gathers of those for the residual, in
-/// pieces.
+/// its record with the gathers of its step (from the records of the sweep's start or the
+/// moved ones) and the new `γ_k`; per link the body's new record written whole; on the
+/// sweeps that measure (one in [`Settings::check_every`]), per block the gathers of the
+/// records of the sweep's start for the residual.
 pub(crate) fn traffic(
     sys: &System,
     sweep: Sweep,
@@ -1664,18 +1679,13 @@ pub(crate) fn traffic(
         }
         Sweep::Colored => vec![
             Term {
-                what: "w copy",
-                bytes: (cells + 1) * 12 * t / every,
-            },
-            Term {
                 what: "residual",
                 bytes: blocks * gathers / every,
             },
-            // The record without its gathers (the residual's), the cells' `w̃` value by
-            // value, the new `γ_k`; per link `w̃` read and written.
+            // The record with its step's gathers, the new `γ_k`; per link the new record.
             Term {
                 what: "sweep",
-                bytes: blocks * (record - gathers + 12 * t + 3 * t) + links * 12 * t,
+                bytes: blocks * (record + 3 * t) + links * W as u64 * t,
             },
         ],
     };
@@ -1688,6 +1698,50 @@ pub(crate) fn traffic(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::bench::problems::granular_packing;
+    use crate::solver::colored::{TILE, Tiling};
+
+    #[test]
+    fn the_coloured_sweeps_schedule_is_checked_disjoint() {
+        // Five tiles, some of them in parallel stages.
+        let sys = System::new(&granular_packing(5 * TILE).unwrap()).unwrap();
+        let f = sys.factored().unwrap();
+        let tiling = Tiling::of(&sys, f);
+        let colours: Vec<&[usize]> = tiling.colouring().colours().collect();
+        let (tiles, stages) = (tiling.tiles(), tiling.stages());
+        let eta = block_steps(&sys, Settings::default().block_step);
+        let mut kernel = Kernel::<f64, Full>::new(
+            &sys,
+            f,
+            (Sweep::Colored, &colours, (&tiles, &stages)),
+            (&eta, &[]),
+            &Settings::default(),
+            Vec::new(),
+        );
+        assert!(kernel.disjoint);
+        let ground = kernel.ground() as u32;
+        let body = |kernel: &Kernel<f64, Full>, g: usize| {
+            kernel.groups[g].bodies[0]
+                .into_iter()
+                .find(|&b| b != ground)
+        };
+        // A body of one group put into another group of its colour.
+        let colour = kernel.colours[1].clone();
+        let (g, h) = (colour.start, colour.end - 1);
+        let b = body(&kernel, g).unwrap();
+        let saved = kernel.groups[h].bodies;
+        kernel.groups[h].bodies[1][0] = b;
+        assert!(!kernel.schedule_is_disjoint(), "two blocks of a colour");
+        kernel.groups[h].bodies = saved;
+        assert!(kernel.schedule_is_disjoint());
+        // A body of a tile put into another tile of its stage.
+        let stage = kernel.stages.iter().find(|s| s.len() >= 2).unwrap().clone();
+        let (t, u) = (stage.start, stage.start + 1);
+        let g = kernel.colours[kernel.tiles[t].start].start;
+        let h = kernel.colours[kernel.tiles[u].start].start;
+        kernel.groups[h].bodies[1][0] = body(&kernel, g).unwrap();
+        assert!(!kernel.schedule_is_disjoint(), "two tiles of a stage");
+    }
 
     #[test]
     fn every_link_reaches_one_cell_of_its_body_in_its_part() {

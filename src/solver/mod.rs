@@ -6,6 +6,7 @@ pub mod apgd;
 mod avx512;
 pub mod colored;
 pub(crate) mod coulomb;
+mod disjoint;
 pub(crate) mod progress;
 
 use progress::Progress;

@@ -85,12 +85,17 @@ pub(crate) trait Moves: Copy {
     fn add_f32(self, v: &Velocities<f32>, targets: &[[u32; L]; 2], cells: &mut [Record<f32>]);
     /// As [`Moves::add_f32`].
     fn add_f64(self, v: &Velocities<f64>, targets: &[[u32; L]; 2], cells: &mut [Record<f64>]);
+    /// The records of the lanes of one side `v` (components 0–5, the padding zero): the
+    /// inverse of [`Moves::gather_f32`], for whole-record stores.
+    fn records_f32(self, v: &[Lanes<f32>; 6]) -> [[f32; W]; L];
+    /// As [`Moves::records_f32`].
+    fn records_f64(self, v: &[Lanes<f64>; 6]) -> [[f64; W]; L];
     /// Asks the cache for the lines of `value`, with no wait for them: a hint, without
     /// effect on any value.
     fn prefetch<R>(self, value: &R);
-    /// As [`Moves::prefetch`], for `values[i]` where there is such a value (an address
-    /// past the slice is a hint too, never read: no bounds check in the hot loops).
-    fn prefetch_in<R>(self, values: &[R], i: usize);
+    /// As [`Moves::prefetch`], for the value at `at` (never read: any address is a hint,
+    /// one past a slice too, so the hot loops need no bounds check).
+    fn prefetch_at<R>(self, at: *const R);
     /// [`lanes::flush`] in `f32`: the lane loop, unless the instruction set has its own.
     #[inline(always)]
     fn flush_f32(self, a: Lanes<f32>) -> Lanes<f32> {
@@ -145,6 +150,8 @@ pub(crate) trait Lane: Real {
         targets: &[[u32; L]; 2],
         cells: &mut [Record<Self>],
     );
+    /// [`Moves::records_f32`] in this precision.
+    fn records<M: Moves>(moves: M, v: &[Lanes<Self>; 6]) -> [[Self; W]; L];
     /// [`Moves::flush_f32`] in this precision.
     fn flush<M: Moves>(moves: M, a: Lanes<Self>) -> Lanes<Self>;
     /// [`Moves::max_f32`] in this precision.
@@ -178,6 +185,11 @@ impl Lane for f32 {
         cells: &mut [Record<f32>],
     ) {
         moves.add_f32(v, targets, cells)
+    }
+
+    #[inline(always)]
+    fn records<M: Moves>(moves: M, v: &[Lanes<f32>; 6]) -> [[f32; W]; L] {
+        moves.records_f32(v)
     }
 
     #[inline(always)]
@@ -221,6 +233,11 @@ impl Lane for f64 {
     }
 
     #[inline(always)]
+    fn records<M: Moves>(moves: M, v: &[Lanes<f64>; 6]) -> [[f64; W]; L] {
+        moves.records_f64(v)
+    }
+
+    #[inline(always)]
     fn flush<M: Moves>(moves: M, a: Lanes<f64>) -> Lanes<f64> {
         moves.flush_f64(a)
     }
@@ -250,6 +267,18 @@ fn gather_plain<T: Real>(rows: [&[T; W]; L]) -> [Lanes<T>; 6] {
         }
     }
     v
+}
+
+/// [`Moves::records_f32`] as a loop.
+#[inline(always)]
+fn records_plain<T: Real>(v: &[Lanes<T>; 6]) -> [[T; W]; L] {
+    let mut records = [[T::ZERO; W]; L];
+    for (l, record) in records.iter_mut().enumerate() {
+        for c in 0..6 {
+            record[c] = v[c][l];
+        }
+    }
+    records
 }
 
 /// [`Moves::add_f32`] as a loop.
@@ -289,12 +318,22 @@ impl Moves for Portable {
         add_plain(v, targets, cells)
     }
 
+    #[inline(always)]
+    fn records_f32(self, v: &[Lanes<f32>; 6]) -> [[f32; W]; L] {
+        records_plain(v)
+    }
+
+    #[inline(always)]
+    fn records_f64(self, v: &[Lanes<f64>; 6]) -> [[f64; W]; L] {
+        records_plain(v)
+    }
+
     /// None: the baseline has no prefetch that safe code can reach.
     #[inline(always)]
     fn prefetch<R>(self, _: &R) {}
 
     #[inline(always)]
-    fn prefetch_in<R>(self, _: &[R], _: usize) {}
+    fn prefetch_at<R>(self, _: *const R) {}
 }
 
 // `V3`'s `add_f64` replaces a record on its first add and `add_f32` ignores the mark (as
@@ -354,30 +393,11 @@ impl Moves for V3 {
     #[inline(always)]
     fn add_f32(self, v: &Velocities<f32>, targets: &[[u32; L]; 2], cells: &mut [Record<f32>]) {
         let avx = self.avx;
-        let v = &fence(*v);
         for (side, targets) in v.iter().zip(targets) {
-            // Components 4h..4h + 4 (6 and 7 the padding, zeros) of lane `i` in the low
-            // half of `x[h][i]`, of lane `i + 4` in its high half.
-            let mut x = [[avx._mm256_setzero_ps(); 4]; 2];
-            for (h, xh) in x.iter_mut().enumerate() {
-                for (k, xk) in xh.iter_mut().enumerate() {
-                    if 4 * h + k < 6 {
-                        *xk = pulp::cast(side[4 * h + k]);
-                    }
-                }
-                *xh = transpose4(self, *xh);
-            }
-            // A lane's whole record, its two halves joined: one add of 256 bits.
-            for half in 0..2 {
-                for i in 0..4 {
-                    let record = if half == 0 {
-                        avx._mm256_permute2f128_ps::<0x20>(x[0][i], x[1][i])
-                    } else {
-                        avx._mm256_permute2f128_ps::<0x31>(x[0][i], x[1][i])
-                    };
-                    let cell = &mut cells[(targets[4 * half + i] & !FIRST) as usize].v;
-                    *cell = pulp::cast(avx._mm256_add_ps(pulp::cast(*cell), record));
-                }
+            // A lane's whole record: one add of 256 bits.
+            for (record, target) in self.records_f32(side).iter().zip(targets) {
+                let cell = &mut cells[(target & !FIRST) as usize].v;
+                *cell = pulp::cast(avx._mm256_add_ps(pulp::cast(*cell), pulp::cast(*record)));
             }
         }
     }
@@ -385,46 +405,82 @@ impl Moves for V3 {
     #[inline(always)]
     fn add_f64(self, v: &Velocities<f64>, targets: &[[u32; L]; 2], cells: &mut [Record<f64>]) {
         let avx = self.avx;
-        let v = &fence(*v);
         for (side, targets) in v.iter().zip(targets) {
-            let c: [[__m256d; 2]; 6] = std::array::from_fn(|c| pulp::cast(side[c]));
-            // Lanes 4 quad.. 4 quad + 4: components 0–3 in one register per lane (the
-            // 4 × 4 transpose: pairs, then halves), 4 and 5 in one half of one.
-            for quad in 0..2 {
-                let t = [
-                    avx._mm256_unpacklo_pd(c[0][quad], c[1][quad]),
-                    avx._mm256_unpackhi_pd(c[0][quad], c[1][quad]),
-                    avx._mm256_unpacklo_pd(c[2][quad], c[3][quad]),
-                    avx._mm256_unpackhi_pd(c[2][quad], c[3][quad]),
-                ];
-                let low = [
-                    avx._mm256_permute2f128_pd::<0x20>(t[0], t[2]),
-                    avx._mm256_permute2f128_pd::<0x20>(t[1], t[3]),
-                    avx._mm256_permute2f128_pd::<0x31>(t[0], t[2]),
-                    avx._mm256_permute2f128_pd::<0x31>(t[1], t[3]),
-                ];
-                let lo = avx._mm256_unpacklo_pd(c[4][quad], c[5][quad]);
-                let hi = avx._mm256_unpackhi_pd(c[4][quad], c[5][quad]);
-                let high = [
-                    avx._mm256_castpd256_pd128(lo),
-                    avx._mm256_castpd256_pd128(hi),
-                    avx._mm256_extractf128_pd::<1>(lo),
-                    avx._mm256_extractf128_pd::<1>(hi),
-                ];
-                for j in 0..4 {
-                    let target = &targets[4 * quad + j];
-                    let cell = &mut cells[(target & !FIRST) as usize].v;
-                    let drop = pulp::cast(first_mask(self, target));
-                    let [first, second]: &mut [[f64; 4]; 2] = bytemuck::cast_mut(cell);
-                    let old = avx._mm256_andnot_pd(drop, pulp::cast(*first));
-                    *first = pulp::cast(avx._mm256_add_pd(old, low[j]));
-                    // Components 4 and 5, and the padding (zero, plus zero).
-                    let old = avx._mm256_andnot_pd(drop, pulp::cast(*second));
-                    let high = avx._mm256_insertf128_pd::<0>(avx._mm256_setzero_pd(), high[j]);
-                    *second = pulp::cast(avx._mm256_add_pd(old, high));
-                }
+            for (record, target) in self.records_f64(side).iter().zip(targets) {
+                let cell = &mut cells[(target & !FIRST) as usize].v;
+                let drop = pulp::cast(first_mask(self, target));
+                let [first, second]: &mut [[f64; 4]; 2] = bytemuck::cast_mut(cell);
+                let [low, high]: &[[f64; 4]; 2] = bytemuck::cast_ref(record);
+                let old = avx._mm256_andnot_pd(drop, pulp::cast(*first));
+                *first = pulp::cast(avx._mm256_add_pd(old, pulp::cast(*low)));
+                // Components 4 and 5, and the padding (zero, plus zero).
+                let old = avx._mm256_andnot_pd(drop, pulp::cast(*second));
+                *second = pulp::cast(avx._mm256_add_pd(old, pulp::cast(*high)));
             }
         }
+    }
+
+    #[inline(always)]
+    fn records_f32(self, v: &[Lanes<f32>; 6]) -> [[f32; W]; L] {
+        let avx = self.avx;
+        let v = &fence(*v);
+        // Components 4h..4h + 4 (6 and 7 the padding, zeros) of lane `i` in the low half
+        // of `x[h][i]`, of lane `i + 4` in its high half.
+        let mut x = [[avx._mm256_setzero_ps(); 4]; 2];
+        for (h, xh) in x.iter_mut().enumerate() {
+            for (k, xk) in xh.iter_mut().enumerate() {
+                if 4 * h + k < 6 {
+                    *xk = pulp::cast(v[4 * h + k]);
+                }
+            }
+            *xh = transpose4(self, *xh);
+        }
+        // A lane's record, its two halves joined.
+        std::array::from_fn(|l| {
+            let (half, i) = (l / 4, l % 4);
+            pulp::cast(if half == 0 {
+                avx._mm256_permute2f128_ps::<0x20>(x[0][i], x[1][i])
+            } else {
+                avx._mm256_permute2f128_ps::<0x31>(x[0][i], x[1][i])
+            })
+        })
+    }
+
+    #[inline(always)]
+    fn records_f64(self, v: &[Lanes<f64>; 6]) -> [[f64; W]; L] {
+        let avx = self.avx;
+        let v = &fence(*v);
+        let c: [[__m256d; 2]; 6] = std::array::from_fn(|c| pulp::cast(v[c]));
+        let mut records = [[0.0; W]; L];
+        // Lanes 4 quad.. 4 quad + 4: components 0–3 in one register per lane (the 4 × 4
+        // transpose: pairs, then halves), 4 and 5 in one half of one.
+        for quad in 0..2 {
+            let t = [
+                avx._mm256_unpacklo_pd(c[0][quad], c[1][quad]),
+                avx._mm256_unpackhi_pd(c[0][quad], c[1][quad]),
+                avx._mm256_unpacklo_pd(c[2][quad], c[3][quad]),
+                avx._mm256_unpackhi_pd(c[2][quad], c[3][quad]),
+            ];
+            let low = [
+                avx._mm256_permute2f128_pd::<0x20>(t[0], t[2]),
+                avx._mm256_permute2f128_pd::<0x20>(t[1], t[3]),
+                avx._mm256_permute2f128_pd::<0x31>(t[0], t[2]),
+                avx._mm256_permute2f128_pd::<0x31>(t[1], t[3]),
+            ];
+            let lo = avx._mm256_unpacklo_pd(c[4][quad], c[5][quad]);
+            let hi = avx._mm256_unpackhi_pd(c[4][quad], c[5][quad]);
+            let high = [
+                avx._mm256_castpd256_pd128(lo),
+                avx._mm256_castpd256_pd128(hi),
+                avx._mm256_extractf128_pd::<1>(lo),
+                avx._mm256_extractf128_pd::<1>(hi),
+            ];
+            for j in 0..4 {
+                let high = avx._mm256_insertf128_pd::<0>(avx._mm256_setzero_pd(), high[j]);
+                records[4 * quad + j] = pulp::cast([low[j], high]);
+            }
+        }
+        records
     }
 
     /// `prefetcht0` of each 64-byte line from the first byte to the last.
@@ -434,8 +490,8 @@ impl Moves for V3 {
     }
 
     #[inline(always)]
-    fn prefetch_in<R>(self, values: &[R], i: usize) {
-        lines::<R>(self, values.as_ptr().wrapping_add(i).cast());
+    fn prefetch_at<R>(self, at: *const R) {
+        lines::<R>(self, at.cast());
     }
 }
 
@@ -588,6 +644,12 @@ mod tests {
         let refs64: [&[f64; W]; L] = std::array::from_fn(|l| &rows64[l]);
         assert_eq!(moves.gather_f32(refs32), gather_plain(refs32));
         assert_eq!(moves.gather_f64(refs64), gather_plain(refs64));
+        let lanes32 = gather_plain(refs32);
+        let lanes64 = gather_plain(refs64);
+        let zero_padded = |r: [f32; W]| std::array::from_fn(|c| if c < 6 { r[c] } else { 0.0 });
+        assert_eq!(moves.records_f32(&lanes32), rows32.map(zero_padded));
+        assert_eq!(moves.records_f32(&lanes32), records_plain(&lanes32));
+        assert_eq!(moves.records_f64(&lanes64), records_plain(&lanes64));
         let mut v32: Velocities<f32> = std::array::from_fn(|s| {
             std::array::from_fn(|c| std::array::from_fn(|l| (100 * s + 10 * c + l) as f32))
         });
