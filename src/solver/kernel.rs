@@ -900,8 +900,10 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
     #[inline(always)]
     fn prefetch_bodies<C: Place<T> + ?Sized, M: Moves>(&self, moves: M, gi: usize, w: &C) {
         if let Some(grp) = self.groups.get(gi) {
-            for &b in grp.bodies.iter().flatten() {
-                moves.prefetch_at(w.at(b));
+            for bodies in &grp.bodies {
+                for &b in bodies {
+                    moves.prefetch_at(w.at(b));
+                }
             }
         }
     }
