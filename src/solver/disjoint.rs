@@ -7,7 +7,7 @@
 //! another (rayon's joins order them): so no record is ever written by one task while
 //! another reads or writes it, and the records need no atomics. Safe Rust cannot say that
 //! of indices computed at run time: the kernel checks the schedule before it makes these
-//! records (`Kernel::disjoint`), and its two accesses here are `unsafe`. Atomic cells
+//! records (`Kernel::schedule_is_disjoint`), and its two accesses here are `unsafe`. Atomic cells
 //! instead move each value by a scalar load or store of its own, never by the vector moves
 //! of whole records that Jacobi's cells have ([`super::moves`]): the coloured sweep ran
 //! 15–18 % slower in `f32` (`benches/RESULTS.md`, thirty-seventh session).

@@ -837,7 +837,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 *row = if target & FIRST != 0 {
                     &plain[b as usize].v
                 } else {
-                    // SAFETY: the sweep's schedule is disjoint (`Kernel::disjoint`): no
+                    // SAFETY: the sweep's schedule is disjoint (`Kernel::schedule_is_disjoint`): no
                     // other block that runs now has body `b` (nor writes the ground's
                     // record), and this block writes it only after its step.
                     #[allow(unsafe_code)]
@@ -1095,7 +1095,7 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
                 let records = T::records(moves, side);
                 for (record, &b) in records.iter().zip(bodies) {
                     if b != ground {
-                        // SAFETY: the sweep's schedule is disjoint (`Kernel::disjoint`):
+                        // SAFETY: the sweep's schedule is disjoint (`Kernel::schedule_is_disjoint`):
                         // no other block that runs now has body `b`, and the borrows of
                         // this block's gather have ended.
                         #[allow(unsafe_code)]
