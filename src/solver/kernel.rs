@@ -190,14 +190,21 @@ impl<T: Lane> LaneSums<T> {
         u: &[Lanes<T>; 3],
         unit: &[Lanes<T>; 3],
     ) {
-        for i in 0..3 {
-            let e = T::flush(moves, lanes::sub(g[i], unit[i]));
-            self.e2 = lanes::mul_add(self.e2, e, e);
-            self.e_inf = T::larger(moves, self.e_inf, lanes::abs(e));
-            self.g2 = lanes::mul_add(self.g2, g[i], g[i]);
-            self.u2 = lanes::mul_add(self.u2, u[i], u[i]);
-            self.g_inf = T::larger(moves, self.g_inf, lanes::abs(g[i]));
-        }
+        // Rows written out (no loop over them: see [`Sphere::times`]).
+        self.add_row(moves, &g[0], &u[0], &unit[0]);
+        self.add_row(moves, &g[1], &u[1], &unit[1]);
+        self.add_row(moves, &g[2], &u[2], &unit[2]);
+    }
+
+    /// [`LaneSums::add`] for one row of the group's blocks.
+    #[inline(always)]
+    fn add_row<M: Moves>(&mut self, moves: M, g: &Lanes<T>, u: &Lanes<T>, unit: &Lanes<T>) {
+        let e = T::flush(moves, lanes::sub(*g, *unit));
+        self.e2 = lanes::mul_add(self.e2, e, e);
+        self.e_inf = T::larger(moves, self.e_inf, lanes::abs(e));
+        self.g2 = lanes::mul_add(self.g2, *g, *g);
+        self.u2 = lanes::mul_add(self.u2, *u, *u);
+        self.g_inf = T::larger(moves, self.g_inf, lanes::abs(*g));
     }
 
     /// Adds the velocity residual of the group's blocks at `γ` (`g`) with `scaled =
@@ -210,10 +217,13 @@ impl<T: Lane> LaneSums<T> {
         scaled: &[Lanes<T>; 3],
         inv_eta: &Lanes<T>,
     ) {
-        for i in 0..3 {
-            let v = lanes::mul(lanes::abs(lanes::sub(g[i], scaled[i])), *inv_eta);
-            self.velocity = T::larger(moves, self.velocity, v);
-        }
+        let v = [
+            lanes::mul(lanes::abs(lanes::sub(g[0], scaled[0])), *inv_eta),
+            lanes::mul(lanes::abs(lanes::sub(g[1], scaled[1])), *inv_eta),
+            lanes::mul(lanes::abs(lanes::sub(g[2], scaled[2])), *inv_eta),
+        ];
+        let v = T::larger(moves, T::larger(moves, v[0], v[1]), v[2]);
+        self.velocity = T::larger(moves, self.velocity, v);
     }
 
     /// The lanes' sums, in `f64`.
@@ -868,13 +878,18 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
             lanes::add(grp.r[2], jw[2]),
         ];
         if let Some(e) = &self.compliance {
-            for i in 0..3 {
-                u[i] = lanes::mul_add(u[i], e[gi][i], g[i]);
-            }
+            let e = &e[gi];
+            u = [
+                lanes::mul_add(u[0], e[0], g[0]),
+                lanes::mul_add(u[1], e[1], g[1]),
+                lanes::mul_add(u[2], e[2], g[2]),
+            ];
         }
-        for ui in &mut u {
-            *ui = T::flush(moves, *ui);
-        }
+        let u = [
+            T::flush(moves, u[0]),
+            T::flush(moves, u[1]),
+            T::flush(moves, u[2]),
+        ];
         let mut u_hat = u;
         if self.shift {
             let mu = T::larger(moves, grp.mu, [T::ZERO; L]);
@@ -917,17 +932,18 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         u_hat: &[Lanes<T>; 3],
         s: &Lanes<T>,
     ) -> Impulses<T> {
-        let mut x = *g;
-        for i in 0..3 {
-            for l in 0..L {
-                x[i][l] = g[i][l] - s[l] * u_hat[i][l];
-            }
-        }
+        // Rows written out (see [`Sphere::times`]).
+        let mut x = [
+            lanes::sub(g[0], lanes::mul(*s, u_hat[0])),
+            lanes::sub(g[1], lanes::mul(*s, u_hat[1])),
+            lanes::sub(g[2], lanes::mul(*s, u_hat[2])),
+        ];
         T::project(moves, &mut x, cone);
-        for xi in &mut x {
-            *xi = T::flush(moves, *xi);
-        }
-        x
+        [
+            T::flush(moves, x[0]),
+            T::flush(moves, x[1]),
+            T::flush(moves, x[2]),
+        ]
     }
 
     /// Adds the residual terms of group `gi` (cones `cone`) at `γ` = `g` to `sums`;

@@ -103,12 +103,18 @@ impl<T: Real> Rows<T> for Sphere {
     #[inline(always)]
     fn times(n: &Self::Group, sc: &Operands<T, Self::Rebuilt>, w: &Velocities<T>) -> [Lanes<T>; 3] {
         let (t1, t2) = sc.rebuilt;
-        let mut dv = [[T::ZERO; L]; 3];
-        let mut om = [[T::ZERO; L]; 3];
-        for c in 0..3 {
-            dv[c] = sub(mul(sc.sigma[1], w[1][c]), mul(sc.sigma[0], w[0][c]));
-            om[c] = mul_add(mul(sc.rho[0], w[0][3 + c]), sc.rho[1], w[1][3 + c]);
-        }
+        // Components written out, no loop over them: LLVM vectorizes such a loop across
+        // its 3 components (masked gathers and scatters) instead of across the lanes.
+        let dv = [
+            relative(&sc.sigma, w, 0),
+            relative(&sc.sigma, w, 1),
+            relative(&sc.sigma, w, 2),
+        ];
+        let om = [
+            turning(&sc.rho, w, 0),
+            turning(&sc.rho, w, 1),
+            turning(&sc.rho, w, 2),
+        ];
         [
             dot(n, &dv),
             sub(dot(&t1, &dv), dot(&t2, &om)),
@@ -124,20 +130,81 @@ impl<T: Real> Rows<T> for Sphere {
         g: &[Lanes<T>; 3],
     ) -> Velocities<T> {
         let (t1, t2) = sc.rebuilt;
-        let mut v = [[[T::ZERO; L]; 6]; 2];
-        for c in 0..3 {
-            let x = mul_add(mul_add(mul(n[c], g[0]), t1[c], g[1]), t2[c], g[2]);
-            let y = sub(mul(t1[c], g[2]), mul(t2[c], g[1]));
-            v[1][c] = mul(sc.sigma[1], x);
-            let x0 = mul(sc.sigma[0], x);
-            for l in 0..L {
-                v[0][c][l] = T::ZERO - x0[l];
-            }
-            v[0][3 + c] = mul(sc.rho[0], y);
-            v[1][3 + c] = mul(sc.rho[1], y);
-        }
-        v
+        // Components written out, as in `times`.
+        let x = [
+            linear(n, &t1, &t2, g, 0),
+            linear(n, &t1, &t2, g, 1),
+            linear(n, &t1, &t2, g, 2),
+        ];
+        let y = [
+            angular_of(&t1, &t2, g, 0),
+            angular_of(&t1, &t2, g, 1),
+            angular_of(&t1, &t2, g, 2),
+        ];
+        let (s, r) = (&sc.sigma, &sc.rho);
+        [
+            [
+                neg(mul(s[0], x[0])),
+                neg(mul(s[0], x[1])),
+                neg(mul(s[0], x[2])),
+                mul(r[0], y[0]),
+                mul(r[0], y[1]),
+                mul(r[0], y[2]),
+            ],
+            [
+                mul(s[1], x[0]),
+                mul(s[1], x[1]),
+                mul(s[1], x[2]),
+                mul(r[1], y[0]),
+                mul(r[1], y[1]),
+                mul(r[1], y[2]),
+            ],
+        ]
     }
+}
+
+/// Component `c` of `σ₁ w̃₁ − σ₀ w̃₀` (linear).
+#[inline(always)]
+fn relative<T: Real>(sigma: &[Lanes<T>; 2], w: &Velocities<T>, c: usize) -> Lanes<T> {
+    sub(mul(sigma[1], w[1][c]), mul(sigma[0], w[0][c]))
+}
+
+/// Component `c` of `ρ₀ w̃₀ + ρ₁ w̃₁` (angular).
+#[inline(always)]
+fn turning<T: Real>(rho: &[Lanes<T>; 2], w: &Velocities<T>, c: usize) -> Lanes<T> {
+    mul_add(mul(rho[0], w[0][3 + c]), rho[1], w[1][3 + c])
+}
+
+/// Component `c` of `Fᵀ g`.
+#[inline(always)]
+fn linear<T: Real>(
+    n: &[Lanes<T>; 3],
+    t1: &[Lanes<T>; 3],
+    t2: &[Lanes<T>; 3],
+    g: &[Lanes<T>; 3],
+    c: usize,
+) -> Lanes<T> {
+    mul_add(mul_add(mul(n[c], g[0]), t1[c], g[1]), t2[c], g[2])
+}
+
+/// Component `c` of `t1 g_2 − t2 g_1`.
+#[inline(always)]
+fn angular_of<T: Real>(
+    t1: &[Lanes<T>; 3],
+    t2: &[Lanes<T>; 3],
+    g: &[Lanes<T>; 3],
+    c: usize,
+) -> Lanes<T> {
+    sub(mul(t1[c], g[2]), mul(t2[c], g[1]))
+}
+
+/// `−a` lane-wise, as `0 − a`.
+#[inline(always)]
+fn neg<T: Real>(mut a: Lanes<T>) -> Lanes<T> {
+    for x in &mut a {
+        *x = T::ZERO - *x;
+    }
+    a
 }
 
 /// A block's frame `F` (rows `n`, `t1`, `t2`) if its padded rows `full` are those of a
