@@ -217,12 +217,22 @@ impl<T: Lane> LaneSums<T> {
         scaled: &[Lanes<T>; 3],
         inv_eta: &Lanes<T>,
     ) {
-        let v = [
-            lanes::mul(lanes::abs(lanes::sub(g[0], scaled[0])), *inv_eta),
-            lanes::mul(lanes::abs(lanes::sub(g[1], scaled[1])), *inv_eta),
-            lanes::mul(lanes::abs(lanes::sub(g[2], scaled[2])), *inv_eta),
-        ];
-        let v = T::larger(moves, T::larger(moves, v[0], v[1]), v[2]);
+        // Rows written out (see [`Sphere::times`]), in the rows' order.
+        self.add_velocity_row(moves, &g[0], &scaled[0], inv_eta);
+        self.add_velocity_row(moves, &g[1], &scaled[1], inv_eta);
+        self.add_velocity_row(moves, &g[2], &scaled[2], inv_eta);
+    }
+
+    /// [`LaneSums::add_velocity`] for one row of the group's blocks.
+    #[inline(always)]
+    fn add_velocity_row<M: Moves>(
+        &mut self,
+        moves: M,
+        g: &Lanes<T>,
+        scaled: &Lanes<T>,
+        inv_eta: &Lanes<T>,
+    ) {
+        let v = lanes::mul(lanes::abs(lanes::sub(*g, *scaled)), *inv_eta);
         self.velocity = T::larger(moves, self.velocity, v);
     }
 

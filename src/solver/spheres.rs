@@ -144,9 +144,9 @@ impl<T: Real> Rows<T> for Sphere {
         let (s, r) = (&sc.sigma, &sc.rho);
         [
             [
-                neg(mul(s[0], x[0])),
-                neg(mul(s[0], x[1])),
-                neg(mul(s[0], x[2])),
+                sub([T::ZERO; L], mul(s[0], x[0])),
+                sub([T::ZERO; L], mul(s[0], x[1])),
+                sub([T::ZERO; L], mul(s[0], x[2])),
                 mul(r[0], y[0]),
                 mul(r[0], y[1]),
                 mul(r[0], y[2]),
@@ -196,15 +196,6 @@ fn angular_of<T: Real>(
     c: usize,
 ) -> Lanes<T> {
     sub(mul(t1[c], g[2]), mul(t2[c], g[1]))
-}
-
-/// `−a` lane-wise, as `0 − a`.
-#[inline(always)]
-fn neg<T: Real>(mut a: Lanes<T>) -> Lanes<T> {
-    for x in &mut a {
-        *x = T::ZERO - *x;
-    }
-    a
 }
 
 /// A block's frame `F` (rows `n`, `t1`, `t2`) if its padded rows `full` are those of a
