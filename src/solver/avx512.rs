@@ -21,7 +21,7 @@ use pulp::f64x8;
 use pulp::x86::{V3, V4};
 
 use super::lanes::{Cones, L, Lanes};
-use super::moves::{Moves, Record, W};
+use super::moves::{Moves, Record, W, fence, quads_f64};
 use super::rows::Velocities;
 use crate::problem::real::Real;
 
@@ -37,9 +37,17 @@ impl Moves for V4 {
         v3(self).gather_f32(rows)
     }
 
+    /// [`V3`]'s transposes, each component's two 256-bit halves then joined in one
+    /// register before the fence: a 512-bit load of the fence's two 256-bit stores would
+    /// wait for them to leave the store buffer (no store forwarding across two stores).
     #[inline(always)]
     fn gather_f64(self, rows: [&[f64; W]; L]) -> [Lanes<f64>; 6] {
-        v3(self).gather_f64(rows)
+        let (f, quads) = (self.avx512f, quads_f64(v3(self), rows));
+        let mut joined = [f._mm512_setzero_pd(); 6];
+        for (c, [lo, hi]) in joined.iter_mut().zip(quads) {
+            *c = f._mm512_insertf64x4::<1>(f._mm512_castpd256_pd512(lo), hi);
+        }
+        pulp::cast(fence(joined))
     }
 
     #[inline(always)]

@@ -371,23 +371,7 @@ impl Moves for V3 {
 
     #[inline(always)]
     fn gather_f64(self, rows: [&[f64; W]; L]) -> [Lanes<f64>; 6] {
-        let avx = self.avx;
-        let mut v = [[0.0; L]; 6];
-        for p in 0..3 {
-            let mut lo = [avx._mm256_setzero_pd(); 2];
-            let mut hi = lo;
-            for quad in 0..2 {
-                // Components 2p, 2p + 1 of lanes `i` and `i + 2` (`a`), `i + 1` and `i + 3`.
-                let i = 4 * quad;
-                let a = avx._mm256_set_m128d(pair(rows[i + 2], p), pair(rows[i], p));
-                let b = avx._mm256_set_m128d(pair(rows[i + 3], p), pair(rows[i + 1], p));
-                lo[quad] = avx._mm256_unpacklo_pd(a, b);
-                hi[quad] = avx._mm256_unpackhi_pd(a, b);
-            }
-            v[2 * p] = pulp::cast(lo);
-            v[2 * p + 1] = pulp::cast(hi);
-        }
-        fence(v)
+        fence(pulp::cast(quads_f64(self, rows)))
     }
 
     #[inline(always)]
@@ -514,13 +498,33 @@ fn lines<R>(simd: V3, first: *const i8) {
     }
 }
 
+/// The gather of [`Moves::gather_f64`] before its fence: component `c`, lanes
+/// `4q..4q + 4`, in register `[c][q]`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn quads_f64(simd: V3, rows: [&[f64; W]; L]) -> [[__m256d; 2]; 6] {
+    let avx = simd.avx;
+    let mut v = [[avx._mm256_setzero_pd(); 2]; 6];
+    for p in 0..3 {
+        for quad in 0..2 {
+            // Components 2p, 2p + 1 of lanes `i` and `i + 2` (`a`), `i + 1` and `i + 3`.
+            let i = 4 * quad;
+            let a = avx._mm256_set_m128d(pair(rows[i + 2], p), pair(rows[i], p));
+            let b = avx._mm256_set_m128d(pair(rows[i + 3], p), pair(rows[i + 1], p));
+            v[2 * p][quad] = avx._mm256_unpacklo_pd(a, b);
+            v[2 * p + 1][quad] = avx._mm256_unpackhi_pd(a, b);
+        }
+    }
+    v
+}
+
 /// `v`, through memory that LLVM cannot see into (`black_box`): the lane vectors of the
 /// arithmetic and the transposes' shuffles stay apart. Without it LLVM moves the shuffles
 /// into the arithmetic, which it then splits into 128- and 64-bit pieces (more
 /// instructions, not fewer); the price is one store and one load per vector.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn fence<V>(v: V) -> V {
+pub(crate) fn fence<V>(v: V) -> V {
     std::hint::black_box(v)
 }
 
