@@ -506,7 +506,7 @@ pub(crate) fn quads_f64(simd: V3, rows: [&[f64; W]; L]) -> [[__m256d; 2]; 6] {
     let avx = simd.avx;
     let mut v = [[avx._mm256_setzero_pd(); 2]; 6];
     for p in 0..3 {
-        for quad in 0..2 {
+        for quad in [0, 1] {
             // Components 2p, 2p + 1 of lanes `i` and `i + 2` (`a`), `i + 1` and `i + 3`.
             let i = 4 * quad;
             let a = avx._mm256_set_m128d(pair(rows[i + 2], p), pair(rows[i], p));
