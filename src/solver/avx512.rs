@@ -1,6 +1,9 @@
 //! The CPU kernel under AVX-512 (issue 16): [`Moves`] for `pulp`'s [`V4`], whose lane
 //! operations with a branch per lane (the cone projection, the flush of tiny values, the
-//! lane-wise maximum) are written in explicit vector operations with mask registers.
+//! lane-wise maximum) are written in explicit vector operations with mask registers, and
+//! the residual's sums of squares (`mul_add`) in explicit 512-bit ones: LLVM compiled
+//! their lane loop in the measuring pass into 128-bit pieces and scalar products of
+//! values it had spilled (`benches/RESULTS.md`, forty-fourth session).
 //!
 //! Compiled under AVX-512, LLVM keeps the plain lane loops of [`super::lanes`] for the
 //! straight arithmetic (one 512-bit register per `f64` lane vector, and 32 registers
@@ -96,6 +99,13 @@ impl Moves for V4 {
         pulp::cast(self.select_f64x8(self.cmp_gt_f64x8(a, b), a, b))
     }
 
+    /// [`super::lanes::mul_add`]: a product, then a sum (two roundings).
+    #[inline(always)]
+    fn mul_add_f64(self, acc: Lanes<f64>, a: Lanes<f64>, b: Lanes<f64>) -> Lanes<f64> {
+        let (acc, a, b): (f64x8, f64x8, f64x8) = (pulp::cast(acc), pulp::cast(a), pulp::cast(b));
+        pulp::cast(self.add_f64x8(acc, self.mul_f64x8(a, b)))
+    }
+
     /// [`super::lanes::project`], the same operations in the same order: the three cases
     /// computed on every lane and selected by masks.
     #[inline(always)]
@@ -187,9 +197,11 @@ mod tests {
             simd.project_f64(&mut got, &cone);
             lanes::project(&mut want, &cone);
             assert_eq!(bits(&got), bits(&want), "projection of {x:?}, μ {mu:?}");
-            for (a, b) in [(x[0], x[1]), (x[1], x[2]), (x[2], x[0])] {
+            for (a, b, c) in [(x[0], x[1], x[2]), (x[1], x[2], x[0]), (x[2], x[0], x[1])] {
                 assert_eq!(bits(&[simd.flush_f64(a)]), bits(&[lanes::flush(a)]));
                 assert_eq!(bits(&[simd.max_f64(a, b)]), bits(&[lanes::max(a, b)]));
+                let sum = simd.mul_add_f64(c, a, b);
+                assert_eq!(bits(&[sum]), bits(&[lanes::mul_add(c, a, b)]));
             }
         }
     }

@@ -200,10 +200,10 @@ impl<T: Lane> LaneSums<T> {
     #[inline(always)]
     fn add_row<M: Moves>(&mut self, moves: M, g: &Lanes<T>, u: &Lanes<T>, unit: &Lanes<T>) {
         let e = T::flush(moves, lanes::sub(*g, *unit));
-        self.e2 = lanes::mul_add(self.e2, e, e);
+        self.e2 = T::mul_add(moves, self.e2, e, e);
         self.e_inf = T::larger(moves, self.e_inf, lanes::abs(e));
-        self.g2 = lanes::mul_add(self.g2, *g, *g);
-        self.u2 = lanes::mul_add(self.u2, *u, *u);
+        self.g2 = T::mul_add(moves, self.g2, *g, *g);
+        self.u2 = T::mul_add(moves, self.u2, *u, *u);
         self.g_inf = T::larger(moves, self.g_inf, lanes::abs(*g));
     }
 
@@ -902,10 +902,11 @@ impl<T: Lane, J: Rows<T>> Kernel<T, J> {
         ];
         let mut u_hat = u;
         if self.shift {
+            // Lane operations, not a loop over the lanes: LLVM would share the loop's
+            // scalar squares with the residual's sums of `u²` and scalarize those.
             let mu = T::larger(moves, grp.mu, [T::ZERO; L]);
-            for l in 0..L {
-                u_hat[0][l] += mu[l] * (u[1][l] * u[1][l] + u[2][l] * u[2][l]).sqrt();
-            }
+            let norm = lanes::sqrt(lanes::mul_add(lanes::mul(u[1], u[1]), u[2], u[2]));
+            u_hat[0] = lanes::mul_add(u_hat[0], mu, norm);
         }
         (u, u_hat)
     }

@@ -58,6 +58,15 @@ pub(crate) fn mul_add<T: Real>(mut acc: Lanes<T>, a: Lanes<T>, b: Lanes<T>) -> L
     acc
 }
 
+/// `√a`, lane-wise.
+#[inline(always)]
+pub(crate) fn sqrt<T: Real>(mut a: Lanes<T>) -> Lanes<T> {
+    for x in &mut a {
+        *x = x.sqrt();
+    }
+    a
+}
+
 /// `|a|`, lane-wise.
 #[inline(always)]
 pub(crate) fn abs<T: Real>(mut a: Lanes<T>) -> Lanes<T> {

@@ -17,7 +17,8 @@
 //! The lane operations with a branch per lane (the cone projection, the flush of tiny
 //! values, the lane-wise maximum) are [`Moves`]' too: the lane loops of [`super::lanes`]
 //! by default, explicit mask-register selects under AVX-512, where LLVM lowers the loops'
-//! selects to scalar code.
+//! selects to scalar code. So is the residual's product-and-sum (`mul_add`), explicit
+//! 512-bit operations under AVX-512, where LLVM split the loop's sums into pieces.
 //!
 //! [`Isa::run`] runs a kernel task ([`Task`]) with the moves of the machine, under the
 //! instruction set they need (`pulp`'s `vectorize`: the task, `#[inline(always)]`, is
@@ -116,6 +117,16 @@ pub(crate) trait Moves: Copy {
     fn max_f64(self, a: Lanes<f64>, b: Lanes<f64>) -> Lanes<f64> {
         lanes::max(a, b)
     }
+    /// [`lanes::mul_add`] in `f32`, as [`Moves::flush_f32`].
+    #[inline(always)]
+    fn mul_add_f32(self, acc: Lanes<f32>, a: Lanes<f32>, b: Lanes<f32>) -> Lanes<f32> {
+        lanes::mul_add(acc, a, b)
+    }
+    /// As [`Moves::mul_add_f32`].
+    #[inline(always)]
+    fn mul_add_f64(self, acc: Lanes<f64>, a: Lanes<f64>, b: Lanes<f64>) -> Lanes<f64> {
+        lanes::mul_add(acc, a, b)
+    }
     /// [`lanes::project`] in `f32`, as [`Moves::flush_f32`].
     #[inline(always)]
     fn project_f32(self, x: &mut [Lanes<f32>; 3], cone: &Cones<f32>) {
@@ -156,6 +167,9 @@ pub(crate) trait Lane: Real {
     fn flush<M: Moves>(moves: M, a: Lanes<Self>) -> Lanes<Self>;
     /// [`Moves::max_f32`] in this precision.
     fn larger<M: Moves>(moves: M, a: Lanes<Self>, b: Lanes<Self>) -> Lanes<Self>;
+    /// [`Moves::mul_add_f32`] in this precision.
+    fn mul_add<M: Moves>(moves: M, acc: Lanes<Self>, a: Lanes<Self>, b: Lanes<Self>)
+    -> Lanes<Self>;
     /// [`Moves::project_f32`] in this precision.
     fn project<M: Moves>(moves: M, x: &mut [Lanes<Self>; 3], cone: &Cones<Self>);
 }
@@ -203,6 +217,11 @@ impl Lane for f32 {
     }
 
     #[inline(always)]
+    fn mul_add<M: Moves>(moves: M, acc: Lanes<f32>, a: Lanes<f32>, b: Lanes<f32>) -> Lanes<f32> {
+        moves.mul_add_f32(acc, a, b)
+    }
+
+    #[inline(always)]
     fn project<M: Moves>(moves: M, x: &mut [Lanes<f32>; 3], cone: &Cones<f32>) {
         moves.project_f32(x, cone)
     }
@@ -245,6 +264,11 @@ impl Lane for f64 {
     #[inline(always)]
     fn larger<M: Moves>(moves: M, a: Lanes<f64>, b: Lanes<f64>) -> Lanes<f64> {
         moves.max_f64(a, b)
+    }
+
+    #[inline(always)]
+    fn mul_add<M: Moves>(moves: M, acc: Lanes<f64>, a: Lanes<f64>, b: Lanes<f64>) -> Lanes<f64> {
+        moves.mul_add_f64(acc, a, b)
     }
 
     #[inline(always)]
