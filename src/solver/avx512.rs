@@ -15,18 +15,62 @@
 //! loops, so the results are the same bits, NaN aside, whose sign Rust leaves open
 //! (`the_moves_transpose`; the test below).
 //!
-//! The gathers of `w` and the adds of the products are the AVX2 transposes of
-//! [`super::moves`] (`V4` holds a `V3`): 512-bit ones (a body's record in one load, an
-//! 8 × 8 transpose of 24 shuffles) measured no faster (`benches/RESULTS.md`, thirty-first
-//! session). The kernel runs `f32` under AVX2 ([`super::moves::Lane::WIDE`]).
+//! The gathers of `w` are the AVX2 transposes of [`super::moves`] (`V4` holds a `V3`),
+//! their components joined in 512-bit registers: a 512-bit gather (a body's record in one
+//! load, an 8 × 8 transpose) measured no faster (`benches/RESULTS.md`, thirty-first
+//! session). The adds of the products and the records of the coloured sweep are 512-bit:
+//! each record one register, from the 8 × 8 transpose of 22 shuffles ([`records`]), added
+//! in one masked move, one add and one store (`jacobi` 6 % faster on the Zen 4 VM,
+//! forty-fifth session). The kernel runs `f32` under AVX2 ([`super::moves::Lane::WIDE`]).
+
+use core::arch::x86_64::__m512d;
 
 use pulp::f64x8;
 use pulp::x86::{V3, V4};
 
 use super::lanes::{Cones, L, Lanes};
-use super::moves::{Moves, Record, W, fence, quads_f64};
+use super::moves::{FIRST, Moves, Record, W, fence, quads_f64};
 use super::rows::Velocities;
 use crate::problem::real::Real;
+
+/// The records of the lanes of one side `v` (components 0–5, the padding zero), each in
+/// one register: the 8 × 8 transpose in three rounds of shuffles (pairs of components,
+/// 128-bit pieces, then halves), 22 in all, the padding's rows zero.
+#[inline(always)]
+fn records(simd: V4, v: &[Lanes<f64>; 6]) -> [__m512d; L] {
+    let f = simd.avx512f;
+    let c: [__m512d; 6] = pulp::cast(fence(*v));
+    let zero = f._mm512_setzero_pd();
+    // Pairs: components 2p, 2p + 1 of the even lanes (`lo`) and of the odd ones.
+    let pairs = [
+        f._mm512_unpacklo_pd(c[0], c[1]),
+        f._mm512_unpackhi_pd(c[0], c[1]),
+        f._mm512_unpacklo_pd(c[2], c[3]),
+        f._mm512_unpackhi_pd(c[2], c[3]),
+        f._mm512_unpacklo_pd(c[4], c[5]),
+        f._mm512_unpackhi_pd(c[4], c[5]),
+    ];
+    // Pieces: for lane `j` and `j + 4` (`j` in 0–3), components 0–3 in `front[j]` and
+    // 4–5 (then zeros) in `back[j]`, each pair of components a 128-bit piece.
+    let front = [
+        f._mm512_shuffle_f64x2::<0x88>(pairs[0], pairs[2]),
+        f._mm512_shuffle_f64x2::<0x88>(pairs[1], pairs[3]),
+        f._mm512_shuffle_f64x2::<0xDD>(pairs[0], pairs[2]),
+        f._mm512_shuffle_f64x2::<0xDD>(pairs[1], pairs[3]),
+    ];
+    let back = [
+        f._mm512_shuffle_f64x2::<0x88>(pairs[4], zero),
+        f._mm512_shuffle_f64x2::<0x88>(pairs[5], zero),
+        f._mm512_shuffle_f64x2::<0xDD>(pairs[4], zero),
+        f._mm512_shuffle_f64x2::<0xDD>(pairs[5], zero),
+    ];
+    let mut records = [zero; L];
+    for j in 0..4 {
+        records[j] = f._mm512_shuffle_f64x2::<0x88>(front[j], back[j]);
+        records[j + 4] = f._mm512_shuffle_f64x2::<0xDD>(front[j], back[j]);
+    }
+    records
+}
 
 /// The AVX2 moves of the `V3` inside a `V4`.
 #[inline(always)]
@@ -58,9 +102,19 @@ impl Moves for V4 {
         v3(self).add_f32(v, targets, cells)
     }
 
+    /// A record in one register ([`records`]): per record one masked move that drops the
+    /// old bits on a pass's first add into it ([`FIRST`]), one 512-bit add, one store.
     #[inline(always)]
     fn add_f64(self, v: &Velocities<f64>, targets: &[[u32; L]; 2], cells: &mut [Record<f64>]) {
-        v3(self).add_f64(v, targets, cells)
+        let f = self.avx512f;
+        for (side, targets) in v.iter().zip(targets) {
+            for (record, &target) in records(self, side).iter().zip(targets) {
+                let cell = &mut cells[(target & !FIRST) as usize].v;
+                let keep: u8 = if target & FIRST != 0 { 0 } else { 0xff };
+                let old = f._mm512_maskz_mov_pd(keep, pulp::cast(*cell));
+                *cell = pulp::cast(f._mm512_add_pd(old, *record));
+            }
+        }
     }
 
     #[inline(always)]
@@ -70,7 +124,7 @@ impl Moves for V4 {
 
     #[inline(always)]
     fn records_f64(self, v: &[Lanes<f64>; 6]) -> [[f64; W]; L] {
-        v3(self).records_f64(v)
+        pulp::cast(records(self, v))
     }
 
     #[inline(always)]

@@ -10,8 +10,8 @@
 //! (`f64`) gather `w`; 16 shuffles, 8 joins of halves and 8 adds of a whole 256-bit
 //! record (`f32`), or 24 shuffles and 16 adds of 256 bits, each after a mask that drops
 //! the record's old bits on a pass's first add into it (8 broadcasts of the target, 8
-//! shifts, 16 `andnot`: [`FIRST`]) (`f64`) add the products; the same under AVX-512
-//! (`f64` only, [`Lane::WIDE`]; [`super::avx512`]).
+//! shifts, 16 `andnot`: [`FIRST`]) (`f64`) add the products; under AVX-512 (`f64` only,
+//! [`Lane::WIDE`]; [`super::avx512`]) the same gathers and 512-bit adds of whole records.
 //! Elsewhere the plain loops run ([`Portable`]).
 //!
 //! The lane operations with a branch per lane (the cone projection, the flush of tiny
