@@ -41,7 +41,8 @@ fn records(simd: V4, v: &[Lanes<f64>; 6]) -> [__m512d; L] {
     let f = simd.avx512f;
     let c: [__m512d; 6] = pulp::cast(fence(*v));
     let zero = f._mm512_setzero_pd();
-    // Pairs: components 2p, 2p + 1 of the even lanes (`lo`) and of the odd ones.
+    // Pairs: in each 128-bit piece, components 2p and 2p + 1 of one lane, the even lanes
+    // (`unpacklo`) or the odd ones (`unpackhi`).
     let pairs = [
         f._mm512_unpacklo_pd(c[0], c[1]),
         f._mm512_unpackhi_pd(c[0], c[1]),
